@@ -1,0 +1,279 @@
+// hgemm_wmma.cu: the zoo's primary kernel, FP16 tensor-core GEMM for Turing (sm_75, Tesla T4).
+//
+//   C[M,N] = A[M,K] @ B[K,N]; A and B fp16 row-major (row strides lda, ldb, in elements),
+//   C row-major with row stride ldc, fp16 (zoo_hgemm_sm75_f16out) or fp32
+//   (zoo_hgemm_sm75_f32out). FP32 accumulation in both. Any M, N, K >= 1.
+//   Runs on CC >= 7.5 (WMMA m16n16k16 -> HMMA); compiled per config by NVRTC (zoo/cuda.py)
+//   with the tile shape as -D defines, or by nvcc with the defaults below.
+//
+// Launch: 1-D grid of ceil(M/BM)*ceil(N/BN) blocks in grouped order, THREADS threads,
+//   ZOO_SMEM_BYTES of dynamic shared memory (the host's formula, checked here by static_assert).
+//
+// Pipeline (Turing has no cp.async, so registers are the staging buffer):
+//   1. issue 128-bit global loads of K-tile k+1 into registers,
+//   2. run the warps' WMMA ops on K-tile k, already in shared-memory buffer k%2,
+//   3. store the registers into buffer (k+1)%2; one __syncthreads per K-step.
+//   The loads of step 1 are in flight during all of step 2's math.
+// Bank conflicts: rows are padded by 16 bytes (WMMA reads strided rows, so no XOR swizzle),
+//   and the A store order interleaves rows r and r+4 so each quarter-warp covers all 32 banks.
+// Tails: loads past M/N/K are zero-filled, stores past M/N are skipped; misaligned or odd
+//   strides fall back to element loads/stores, never to a wrong answer.
+//
+// Run it: zoo run --auto-arch --kernel sm75_hgemm_wmma   (see README.md)
+
+#include <cuda_fp16.h>
+#include <mma.h>
+
+#include "common/zoo_common.cuh"
+
+// Config (set by the host from configs/sm75_hgemm_wmma.yaml; defaults = config "128x128").
+#ifndef ZOO_BM
+#define ZOO_BM 128
+#define ZOO_BN 128
+#define ZOO_BK 32
+#define ZOO_WARP_M 64
+#define ZOO_WARP_N 64
+#define ZOO_GROUP_M 8
+#define ZOO_SMEM_BYTES 37888
+#endif
+
+namespace zoo_sm75 {
+using namespace nvcuda;
+
+constexpr int BM = ZOO_BM, BN = ZOO_BN, BK = ZOO_BK;
+constexpr int WARP_M = ZOO_WARP_M, WARP_N = ZOO_WARP_N;
+constexpr int WARPS_M = BM / WARP_M, WARPS_N = BN / WARP_N;
+constexpr int THREADS = 32 * WARPS_M * WARPS_N;
+constexpr int FRAG = 16;  // WMMA m16n16k16: the shape Turing's HMMA.1688 pairs run fastest
+constexpr int FRAGS_M = WARP_M / FRAG, FRAGS_N = WARP_N / FRAG;
+
+constexpr int VEC = 8;                     // halfs per 128-bit access
+constexpr int PAD = 8;                     // 16 bytes per row: shifts consecutive rows by 4 banks
+constexpr int A_LD = BK + PAD;             // A tile in smem: [BM][BK + PAD]
+constexpr int B_LD = BN + PAD;             // B tile in smem: [BK][BN + PAD]
+constexpr int A_STAGE = BM * A_LD;         // halfs per buffer
+constexpr int B_STAGE = BK * B_LD;
+constexpr int PIPE_BYTES = 2 * (A_STAGE + B_STAGE) * 2;
+constexpr int EPI_LD = WARP_N + 4;         // fp32 scratch row (padded) for one 16-row strip
+constexpr int EPI_BYTES = (THREADS / 32) * FRAG * EPI_LD * 4;
+constexpr int SMEM_BYTES = zoo::cmax(PIPE_BYTES, EPI_BYTES);
+
+constexpr int A_CHUNKS = BM * BK / VEC, B_CHUNKS = BK * BN / VEC;
+constexpr int A_PER_THREAD = A_CHUNKS / THREADS, B_PER_THREAD = B_CHUNKS / THREADS;
+
+static_assert(BM % WARP_M == 0 && BN % WARP_N == 0, "block tile must split into warp tiles");
+static_assert(WARP_M % FRAG == 0 && WARP_N % FRAG == 0 && BK % FRAG == 0, "tiles are WMMA multiples");
+static_assert(BK == 32 || BK == 64, "the A store order below is conflict-free for BK 32 or 64");
+static_assert(A_CHUNKS % THREADS == 0 && B_CHUNKS % THREADS == 0, "every thread loads whole chunks");
+static_assert(BN % (8 * VEC) == 0, "a quarter-warp stores one whole B row segment");
+static_assert(SMEM_BYTES == ZOO_SMEM_BYTES, "host smem formula (zoo/configs.py) disagrees with the kernel");
+
+// Row and column (in halfs) of A chunk c. With BK = 32 a row is 4 chunks; chunks 0-3 of a
+// quarter-warp go to row r and 4-7 to row r + 4, whose 80-byte stride puts them 20 banks x 4
+// apart: together the 8 stores cover 32 distinct banks. With BK = 64 one row is one quarter-warp.
+__device__ __forceinline__ void a_chunk_coords(int c, int& row, int& col) {
+  constexpr int PER_ROW = BK / VEC;
+  if (PER_ROW == 4) {
+    const int lane = c % 32;
+    row = (c / 32) * 8 + lane / 8 + 4 * ((lane % 8) / 4);
+    col = (lane % 4) * VEC;
+  } else {
+    row = c / PER_ROW;
+    col = (c % PER_ROW) * VEC;
+  }
+}
+
+// 8 halfs from row `row` of a row-major matrix, columns col..col+7, zero past `cols`.
+__device__ __forceinline__ int4 load_chunk(const half* __restrict__ base, long long ld, int row,
+                                          int rows, int col, int cols, bool vec_ok) {
+  if (row < rows && col + VEC <= cols && vec_ok) {
+    return __ldg(reinterpret_cast<const int4*>(base + row * ld + col));
+  }
+  int4 out;
+  half* h = reinterpret_cast<half*>(&out);
+#pragma unroll
+  for (int e = 0; e < VEC; ++e) {
+    h[e] = (row < rows && col + e < cols) ? base[row * ld + col + e] : __float2half(0.f);
+  }
+  return out;
+}
+
+__device__ __forceinline__ void store_out(float* p, const float* v) {
+  *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+  *reinterpret_cast<float4*>(p + 4) = make_float4(v[4], v[5], v[6], v[7]);
+}
+__device__ __forceinline__ void store_out(half* p, const float* v) {
+  int4 packed;
+  half2* h2 = reinterpret_cast<half2*>(&packed);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) h2[e] = __floats2half2_rn(v[2 * e], v[2 * e + 1]);
+  *reinterpret_cast<int4*>(p) = packed;
+}
+__device__ __forceinline__ void store_scalar(float* p, float v) { *p = v; }
+__device__ __forceinline__ void store_scalar(half* p, float v) { *p = __float2half_rn(v); }
+
+template <typename OutT>
+__device__ __forceinline__ void hgemm(const half* __restrict__ A, const half* __restrict__ B,
+                                      OutT* __restrict__ C, int M, int N, int K, int lda,
+                                      int ldb, int ldc) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  half* const As = reinterpret_cast<half*>(smem);
+  half* const Bs = As + 2 * A_STAGE;
+
+  int tile_m, tile_n;
+  zoo::grouped_tile(blockIdx.x, zoo::ceil_div(M, BM), zoo::ceil_div(N, BN), ZOO_GROUP_M, tile_m,
+                    tile_n);
+  const int m0 = tile_m * BM, n0 = tile_n * BN;
+  const int warp = threadIdx.x / 32;
+  const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
+
+  // Block-relative views: rows/cols left in this block's tile, pointers at its corner.
+  const half* const A_blk = A + static_cast<long long>(m0) * lda;
+  const half* const B_blk = B + n0;
+  const int rows_a = M - m0, cols_b = N - n0;
+  const bool a_vec = (reinterpret_cast<uintptr_t>(A) % 16 == 0) && (lda % VEC == 0);
+  const bool b_vec = (reinterpret_cast<uintptr_t>(B) % 16 == 0) && (ldb % VEC == 0);
+
+  int4 a_reg[A_PER_THREAD], b_reg[B_PER_THREAD];
+  auto load_tile = [&](int k0) {
+#pragma unroll
+    for (int i = 0; i < A_PER_THREAD; ++i) {
+      int row, col;
+      a_chunk_coords(threadIdx.x + i * THREADS, row, col);
+      a_reg[i] = load_chunk(A_blk + k0, lda, row, rows_a, col, K - k0, a_vec);
+    }
+#pragma unroll
+    for (int i = 0; i < B_PER_THREAD; ++i) {
+      const int c = threadIdx.x + i * THREADS;
+      const int row = c / (BN / VEC), col = (c % (BN / VEC)) * VEC;
+      b_reg[i] = load_chunk(B_blk + static_cast<long long>(k0) * ldb, ldb, row, K - k0, col,
+                            cols_b, b_vec);
+    }
+  };
+  auto store_tile = [&](int buf) {
+#pragma unroll
+    for (int i = 0; i < A_PER_THREAD; ++i) {
+      int row, col;
+      a_chunk_coords(threadIdx.x + i * THREADS, row, col);
+      *reinterpret_cast<int4*>(As + buf * A_STAGE + row * A_LD + col) = a_reg[i];
+    }
+#pragma unroll
+    for (int i = 0; i < B_PER_THREAD; ++i) {
+      const int c = threadIdx.x + i * THREADS;
+      const int row = c / (BN / VEC), col = (c % (BN / VEC)) * VEC;
+      *reinterpret_cast<int4*>(Bs + buf * B_STAGE + row * B_LD + col) = b_reg[i];
+    }
+  };
+
+  wmma::fragment<wmma::accumulator, FRAG, FRAG, FRAG, float> acc[FRAGS_M][FRAGS_N];
+#pragma unroll
+  for (int i = 0; i < FRAGS_M; ++i)
+#pragma unroll
+    for (int j = 0; j < FRAGS_N; ++j) wmma::fill_fragment(acc[i][j], 0.f);
+
+  const int k_tiles = zoo::ceil_div(K, BK);
+  load_tile(0);
+  store_tile(0);
+  __syncthreads();
+
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    const int buf = kt & 1;
+    const bool has_next = kt + 1 < k_tiles;
+    if (has_next) load_tile((kt + 1) * BK);  // in flight during the math below
+
+    const half* const a_warp = As + buf * A_STAGE + warp_m * WARP_M * A_LD;
+    const half* const b_warp = Bs + buf * B_STAGE + warp_n * WARP_N;
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += FRAG) {
+      wmma::fragment<wmma::matrix_a, FRAG, FRAG, FRAG, half, wmma::row_major> a_frag[FRAGS_M];
+      wmma::fragment<wmma::matrix_b, FRAG, FRAG, FRAG, half, wmma::row_major> b_frag[FRAGS_N];
+#pragma unroll
+      for (int i = 0; i < FRAGS_M; ++i)
+        wmma::load_matrix_sync(a_frag[i], a_warp + i * FRAG * A_LD + kk, A_LD);
+#pragma unroll
+      for (int j = 0; j < FRAGS_N; ++j)
+        wmma::load_matrix_sync(b_frag[j], b_warp + kk * B_LD + j * FRAG, B_LD);
+#pragma unroll
+      for (int i = 0; i < FRAGS_M; ++i)
+#pragma unroll
+        for (int j = 0; j < FRAGS_N; ++j) wmma::mma_sync(acc[i][j], a_frag[i], b_frag[j], acc[i][j]);
+    }
+
+    // Buffer buf^1 was last read in step kt-1, which the previous barrier closed.
+    if (has_next) store_tile(buf ^ 1);
+    __syncthreads();
+  }
+
+  // Epilogue: one 16-row strip of the warp tile at a time through the warp's own fp32
+  // scratch (the pipeline buffers are free after the last barrier), then 128-bit stores.
+  float* const scratch = reinterpret_cast<float*>(smem) + warp * FRAG * EPI_LD;
+  const int lane = threadIdx.x % 32;
+  const bool c_vec = (reinterpret_cast<uintptr_t>(C) % 16 == 0) && (ldc % VEC == 0);
+  constexpr int CHUNKS_PER_ROW = WARP_N / VEC;
+#pragma unroll
+  for (int i = 0; i < FRAGS_M; ++i) {
+#pragma unroll
+    for (int j = 0; j < FRAGS_N; ++j)
+      wmma::store_matrix_sync(scratch + j * FRAG, acc[i][j], EPI_LD, wmma::mem_row_major);
+    __syncwarp();
+#pragma unroll
+    for (int c = lane; c < FRAG * CHUNKS_PER_ROW; c += 32) {
+      const int r = c / CHUNKS_PER_ROW, col = (c % CHUNKS_PER_ROW) * VEC;
+      const int gm = m0 + warp_m * WARP_M + i * FRAG + r;
+      const int gn = n0 + warp_n * WARP_N + col;
+      float v[VEC];
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) v[e] = scratch[r * EPI_LD + col + e];
+      if (gm >= M) continue;
+      OutT* const dst = C + static_cast<long long>(gm) * ldc + gn;
+      if (c_vec && gn + VEC <= N) {
+        store_out(dst, v);
+      } else {
+#pragma unroll
+        for (int e = 0; e < VEC; ++e)
+          if (gn + e < N) store_scalar(dst + e, v[e]);
+      }
+    }
+    __syncwarp();
+  }
+}
+
+}  // namespace zoo_sm75
+
+extern "C" __global__ void __launch_bounds__(zoo_sm75::THREADS)
+    zoo_hgemm_sm75_f16out(const half* __restrict__ A, const half* __restrict__ B,
+                          half* __restrict__ C, int M, int N, int K, int lda, int ldb, int ldc) {
+  zoo_sm75::hgemm<half>(A, B, C, M, N, K, lda, ldb, ldc);
+}
+
+extern "C" __global__ void __launch_bounds__(zoo_sm75::THREADS)
+    zoo_hgemm_sm75_f32out(const half* __restrict__ A, const half* __restrict__ B,
+                          float* __restrict__ C, int M, int N, int K, int lda, int ldb, int ldc) {
+  zoo_sm75::hgemm<float>(A, B, C, M, N, K, lda, ldb, ldc);
+}
+
+#ifndef __CUDACC_RTC__
+// Host launchers for nvcc builds (shared library / ctypes); the zoo itself launches the
+// kernels above through the Driver API. Each returns a cudaError_t code, 0 on success.
+template <typename OutT, typename Kernel>
+static int zoo_launch_sm75(Kernel kernel, const half* A, const half* B, OutT* C, int M, int N,
+                           int K, cudaStream_t stream) {
+  if (M <= 0 || N <= 0 || K <= 0) return static_cast<int>(cudaErrorInvalidValue);
+  ZOO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      zoo_sm75::SMEM_BYTES));
+  const int blocks = zoo::ceil_div(M, zoo_sm75::BM) * zoo::ceil_div(N, zoo_sm75::BN);
+  kernel<<<blocks, zoo_sm75::THREADS, zoo_sm75::SMEM_BYTES, stream>>>(A, B, C, M, N, K, K, N, N);
+  ZOO_CUDA_CHECK(cudaGetLastError());
+  return 0;
+}
+
+extern "C" int zoo_hgemm_sm75(const half* A, const half* B, float* C, int M, int N, int K,
+                              cudaStream_t stream) {
+  return zoo_launch_sm75(zoo_hgemm_sm75_f32out, A, B, C, M, N, K, stream);
+}
+
+extern "C" int zoo_hgemm_sm75_half(const half* A, const half* B, half* C, int M, int N, int K,
+                                   cudaStream_t stream) {
+  return zoo_launch_sm75(zoo_hgemm_sm75_f16out, A, B, C, M, N, K, stream);
+}
+#endif

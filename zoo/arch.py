@@ -1,0 +1,83 @@
+"""Hardware facts per architecture: a table for offline checks, the device when one is present.
+
+Offline figures are the public specifications of the reference part of each arch (T4, A100,
+H100 SXM); `from_device` reads the same fields off the GPU through zoo.cuda.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True)
+class ArchLimits:
+    arch: str                    # compile target: sm_75, sm_80, sm_90a, or the device's own
+    cc: tuple[int, int]
+    part: str                    # the reference part, or the device's name
+    sm_count: int
+    smem_per_sm: int             # bytes, usable by blocks (after the carveout)
+    smem_per_block_optin: int    # bytes, dynamic shared memory one block may opt in to
+    smem_reserved_per_block: int  # bytes the system reserves per resident block
+    regs_per_sm: int
+    regs_per_block: int
+    max_regs_per_thread: int
+    max_threads_per_sm: int
+    max_blocks_per_sm: int
+    l2_bytes: int
+    reg_alloc_unit: int = 256    # registers are allocated per warp in units of 256
+    smem_alloc_unit: int = 128   # bytes; shared memory granularity per block
+    sm_clock_mhz: int = 0
+    source: str = "table"        # "table" (offline) or "device"
+
+    @property
+    def max_warps_per_sm(self) -> int:
+        return self.max_threads_per_sm // 32
+
+
+KIB = 1024
+
+# Public specifications (CUDA C Programming Guide, "Compute Capabilities"; vendor datasheets).
+TABLE: dict[str, ArchLimits] = {
+    "sm_75": ArchLimits("sm_75", (7, 5), "Tesla T4", sm_count=40, smem_per_sm=64 * KIB,
+                        smem_per_block_optin=64 * KIB, smem_reserved_per_block=0,
+                        regs_per_sm=65536, regs_per_block=65536, max_regs_per_thread=255,
+                        max_threads_per_sm=1024, max_blocks_per_sm=16, l2_bytes=4 * 1024 * KIB,
+                        sm_clock_mhz=1590),
+    "sm_80": ArchLimits("sm_80", (8, 0), "A100 SXM4", sm_count=108, smem_per_sm=164 * KIB,
+                        smem_per_block_optin=163 * KIB, smem_reserved_per_block=1 * KIB,
+                        regs_per_sm=65536, regs_per_block=65536, max_regs_per_thread=255,
+                        max_threads_per_sm=2048, max_blocks_per_sm=32, l2_bytes=40 * 1024 * KIB,
+                        sm_clock_mhz=1410),
+    "sm_90a": ArchLimits("sm_90a", (9, 0), "H100 SXM5", sm_count=132, smem_per_sm=228 * KIB,
+                         smem_per_block_optin=227 * KIB, smem_reserved_per_block=1 * KIB,
+                         regs_per_sm=65536, regs_per_block=65536, max_regs_per_thread=255,
+                         max_threads_per_sm=2048, max_blocks_per_sm=32, l2_bytes=50 * 1024 * KIB,
+                         sm_clock_mhz=1980),
+}
+OFFLINE_ARCHS = tuple(TABLE)
+
+
+def offline(arch: str) -> ArchLimits:
+    """The table entry for an offline build target (sm_90 is read as sm_90a's part)."""
+    key = "sm_90a" if arch == "sm_90" else arch
+    if key not in TABLE:
+        raise KeyError(f"unknown arch {arch!r}; known: {', '.join(OFFLINE_ARCHS)}")
+    return replace(TABLE[key], arch=arch)
+
+
+def device_arch(cc: tuple[int, int], arch_specific: bool = False) -> str:
+    """The compile target for a device: sm_XY, or sm_XYa for arch-specific code (wgmma)."""
+    return f"sm_{cc[0]}{cc[1]}{'a' if arch_specific else ''}"
+
+
+def from_device(device_index: int = 0) -> ArchLimits:
+    from . import cuda
+    a = cuda.device_attributes(device_index)
+    cc = (a["cc_major"], a["cc_minor"])
+    return ArchLimits(
+        arch=device_arch(cc), cc=cc, part=a["name"], sm_count=a["sm_count"],
+        smem_per_sm=a["smem_per_sm"], smem_per_block_optin=a["smem_per_block_optin"],
+        smem_reserved_per_block=a["smem_reserved_per_block"], regs_per_sm=a["regs_per_sm"],
+        regs_per_block=a["regs_per_block"], max_regs_per_thread=255,
+        max_threads_per_sm=a["max_threads_per_sm"], max_blocks_per_sm=a["max_blocks_per_sm"],
+        l2_bytes=a["l2_bytes"], sm_clock_mhz=a["sm_clock_khz"] // 1000, source="device")

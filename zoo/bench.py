@@ -1,0 +1,104 @@
+"""Verification against a float64 reference and side-by-side timing with CUDA events."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+NORMWISE_BOUND = 1e-2   # ||C - ref|| / ||ref|| never above this, whatever torch does
+FLOOR = {torch.float16: 1e-4, torch.float32: 1e-5}  # slack over 2x torch's own error
+
+
+def torch_mm(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
+    """torch.mm producing out_dtype: fp16 inputs with fp32 output use torch's out_dtype
+    overload (cuBLAS writes fp32 directly); older torch falls back to an fp32 product."""
+    if out_dtype == a.dtype:
+        return torch.mm(a, b)
+    try:
+        return torch.mm(a, b, out_dtype=out_dtype)
+    except (TypeError, RuntimeError):
+        return torch.mm(a.to(out_dtype), b.to(out_dtype))
+
+
+def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return torch.mm(a.double(), b.double())
+
+
+def relative_error(out: torch.Tensor, ref: torch.Tensor) -> float:
+    """Normwise ||out - ref|| / ||ref||; inf when out has a NaN or Inf (so it never passes)."""
+    if not torch.isfinite(out).all():
+        return math.inf
+    denom = torch.linalg.vector_norm(ref).item()
+    diff = torch.linalg.vector_norm(out.double() - ref).item()
+    return diff / denom if denom else diff
+
+
+@dataclass
+class Check:
+    ok: bool
+    error: float          # normwise relative error of the zoo's result vs float64
+    torch_error: float    # the same for torch.mm on the same inputs and output dtype
+    bound: float
+
+    def describe(self) -> str:
+        verdict = "PASS" if self.ok else "FAIL"
+        return f"{verdict}: error {self.error:.2e} vs torch.mm {self.torch_error:.2e} (bound {self.bound:.2e})"
+
+
+def verify(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> Check:
+    """Pass when the error is within 2x torch.mm's own error (plus a small floor) and under
+    the normwise bound; a NaN/Inf anywhere fails."""
+    ref = reference(a, b)
+    err = relative_error(out, ref)
+    err_torch = relative_error(torch_mm(a, b, out.dtype), ref)
+    bound = min(2 * err_torch + FLOOR.get(out.dtype, 1e-4), NORMWISE_BOUND)
+    return Check(err <= bound, err, err_torch, bound)
+
+
+def rotation_sets(bytes_per_set: int, l2_bytes: int, max_sets: int = 16) -> int:
+    """How many input sets to rotate through so that each call finds its inputs out of L2."""
+    return max(2, min(max_sets, math.ceil(3 * l2_bytes / max(bytes_per_set, 1)) + 1))
+
+
+@dataclass
+class Timing:
+    times_ms: list[float]
+
+    @property
+    def median_ms(self) -> float:
+        return statistics.median(self.times_ms)
+
+    @property
+    def spread(self) -> float:
+        """Interquartile range over the median: the run-to-run noise of this measurement."""
+        q = statistics.quantiles(self.times_ms, n=4) if len(self.times_ms) >= 4 else [self.median_ms] * 3
+        return (q[2] - q[0]) / self.median_ms if self.median_ms else 0.0
+
+    def tflops(self, flops: int) -> float:
+        return flops / (self.median_ms * 1e-3) / 1e12
+
+
+def time_side_by_side(fns: dict[str, Callable[[int], object]], sets: int, warmup: int, iters: int,
+                      progress: Callable[[int], None] | None = None) -> dict[str, Timing]:
+    """Time each fn(set_index) with CUDA events, interleaved call by call so both see the
+    same clocks and thermals; inputs rotate over `sets` so the caches hold none of them."""
+    for i in range(warmup):
+        for fn in fns.values():
+            fn(i % sets)
+    torch.cuda.synchronize()
+    events = {name: [] for name in fns}
+    for i in range(iters):
+        for name, fn in fns.items():
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn(i % sets)
+            end.record()
+            events[name].append((start, end))
+        if progress:
+            progress(i + 1)
+    torch.cuda.synchronize()
+    return {name: Timing([s.elapsed_time(e) for s, e in pairs]) for name, pairs in events.items()}

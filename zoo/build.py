@@ -1,0 +1,60 @@
+"""Offline build and check: compile a kernel config for an arch and judge its cubin.
+
+Used by `zoo build --check`, the CI matrix and the CPU tests alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import configs as cfgs
+from . import cuda, sass
+from .arch import ArchLimits
+from .registry import KernelSpec
+
+
+@dataclass(frozen=True)
+class EntryReport:
+    function: str
+    resources: sass.Resources
+    signature: sass.SignatureResult
+    occupancy: sass.Occupancy
+    problems: tuple[str, ...]     # budget or signature failures, empty when all is well
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+@dataclass(frozen=True)
+class BuildReport:
+    kernel: str
+    config: cfgs.TileConfig
+    arch: str
+    smem_bytes: int
+    entries: tuple[EntryReport, ...]
+    from_cache: bool
+
+    @property
+    def ok(self) -> bool:
+        return all(e.ok for e in self.entries)
+
+
+def build_and_check(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits) -> BuildReport:
+    cfgs.validate(cfg, spec, limits)
+    smem = spec.smem_bytes(cfg)
+    cubin = cuda.compile_cubin(spec.source, limits.arch, spec.defines(cfg), kernel=spec.name, config=cfg.name)
+    entries = []
+    for function in spec.entry.values():
+        res = sass.resources(cubin.image, function)
+        sig = sass.check_signature(sass.function_sass(cubin.image, function), spec.sass_required, spec.sass_forbidden)
+        occ = sass.occupancy(limits, cfg.threads, res.registers, smem + res.static_smem)
+        problems = [f"missing {m}" for m in sig.missing] + [f"has {f}" for f in sig.forbidden]
+        if res.local_bytes or res.stack:
+            problems.append(f"uses local memory ({res.local_bytes} B local, {res.stack} B stack)")
+        if res.registers > limits.max_regs_per_thread:
+            problems.append(f"{res.registers} registers > {limits.max_regs_per_thread}")
+        if occ.blocks_per_sm < 1:
+            problems.append(f"no block fits an SM ({occ.limiter})")
+        entries.append(EntryReport(function, res, sig, occ, tuple(problems)))
+    return BuildReport(spec.name, cfg, limits.arch, smem, tuple(entries), cubin.from_cache)

@@ -1,0 +1,296 @@
+"""The `zoo` command: list, info, build, run. Tables for people, --json for machines."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+from dataclasses import asdict
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from . import __version__, arch, registry
+from .cuda import ZooError
+
+console = Console()
+err_console = Console(stderr=True)
+
+EXIT_OK, EXIT_FAIL, EXIT_NO_GPU = 0, 1, 2
+
+
+def _gpu_available() -> bool:
+    import torch
+    return torch.cuda.is_available()
+
+
+def _no_gpu(what: str) -> int:
+    err_console.print(f"[bold red]zoo {what}: no CUDA GPU is visible[/] (torch.cuda.is_available() "
+                      "is False). Offline commands work anywhere: `zoo list`, `zoo build --arch sm_75 --check`.")
+    return EXIT_NO_GPU
+
+
+def _write_json(path: str | None, payload: dict) -> None:
+    if not path:
+        return
+    text = json.dumps(payload, indent=2, default=str)
+    if path == "-":
+        print(text)
+    else:
+        with open(path, "w") as f:
+            f.write(text + "\n")
+        console.print(f"wrote {path}")
+
+
+# ----------------------------------------------------------------------------- list
+
+def cmd_list(args) -> int:
+    table = Table(title="zoo kernels")
+    for col in ("kernel", "runs on CC", "offline archs", "dtypes", "layout", "configs", "what"):
+        table.add_column(col)
+    rows = []
+    for k in registry.KERNELS:
+        names = ", ".join(c.name for c in k.configs)
+        table.add_row(k.name, k.eligible_ccs(), ", ".join(k.offline_archs),
+                      f"{'/'.join(k.dtypes)} -> {'/'.join(k.out_dtypes)}", ", ".join(k.layouts), names, k.description)
+        rows.append({"kernel": k.name, "eligible_cc": k.eligible_ccs(), "offline_archs": k.offline_archs,
+                     "dtypes": k.dtypes, "out_dtypes": k.out_dtypes, "layouts": k.layouts,
+                     "configs": [asdict(c) for c in k.configs]})
+    if args.json != "-":
+        console.print(table)
+    _write_json(args.json, {"kernels": rows})
+    return EXIT_OK
+
+
+# ----------------------------------------------------------------------------- info
+
+def cmd_info(args) -> int:
+    if not _gpu_available():
+        err_console.print("zoo info: no CUDA GPU is visible; nothing to describe. "
+                          f"Offline targets: {', '.join(arch.OFFLINE_ARCHS)} (zoo build --arch ...).")
+        _write_json(args.json, {"gpu": None})
+        return EXIT_NO_GPU
+    import torch
+    from .gemm import device_limits
+    idx = torch.cuda.current_device()
+    lim = device_limits(idx)
+    problem = registry.Problem(4096, 4096, 4096)
+    table = Table(title=f"GPU {idx}: {lim.part}", show_header=False)
+    facts = {
+        "compute capability": f"{lim.cc[0]}.{lim.cc[1]} ({lim.arch})",
+        "SMs": lim.sm_count,
+        "shared memory per SM": f"{lim.smem_per_sm // 1024} KiB",
+        "shared memory per block (opt-in)": f"{lim.smem_per_block_optin // 1024} KiB",
+        "registers per SM": lim.regs_per_sm,
+        "max threads per SM": lim.max_threads_per_sm,
+        "L2 cache": f"{lim.l2_bytes / 2**20:.0f} MiB",
+        "SM clock (max)": f"{lim.sm_clock_mhz} MHz",
+    }
+    try:
+        spec, cfg = registry.select(lim, problem)
+        facts["--auto-arch picks (4096^3 fp16)"] = f"{spec.name} / {cfg.name} ({cfg.describe()})"
+    except ZooError as exc:
+        facts["--auto-arch picks"] = f"nothing: {exc}"
+    for k, v in facts.items():
+        table.add_row(k, str(v))
+    if args.json != "-":
+        console.print(table)
+    _write_json(args.json, {"device": asdict(lim), **{k: str(v) for k, v in facts.items()}})
+    return EXIT_OK
+
+
+# ----------------------------------------------------------------------------- build
+
+def cmd_build(args) -> int:
+    from .build import build_and_check
+    limits = arch.offline(args.arch)
+    specs = [registry.kernel(args.kernel)] if args.kernel else \
+        [k for k in registry.KERNELS if args.arch in k.offline_archs]
+    jobs = [(s, c) for s in specs for c in s.configs if not args.config or c.name == args.config]
+    if not jobs:
+        err_console.print(f"zoo build: nothing to build for {args.arch}")
+        return EXIT_FAIL
+    reports, failures = [], 0
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err_console, transient=True) as progress:
+        task = progress.add_task(f"compiling for {args.arch}", total=len(jobs))
+        for spec, cfg in jobs:
+            progress.update(task, description=f"{spec.name} / {cfg.name}")
+            try:
+                reports.append(build_and_check(spec, cfg, limits))
+            except ZooError as exc:
+                failures += 1
+                err_console.print(f"[red]FAIL[/] {spec.name} / {cfg.name} on {args.arch}: {exc}")
+            progress.advance(task)
+    problem = registry.Problem(args.m, args.n, args.k)
+    table = Table(title=f"zoo build --arch {args.arch} ({limits.part}: {limits.sm_count} SMs, "
+                        f"{limits.smem_per_sm // 1024} KiB smem/SM, {limits.regs_per_sm // 1024}K regs/SM)")
+    cols = ["kernel", "config", "entry", "regs", "smem/block", "local"]
+    if args.check:
+        cols += ["SASS signature", "blocks/SM", "warps/SM", "limited by", f"waves {args.m}x{args.n}", "verdict"]
+    for col in cols:
+        table.add_column(col, justify="right" if col in ("regs", "smem/block", "local", "blocks/SM", "warps/SM") else "left")
+    payload = []
+    for r in reports:
+        for e in r.entries:
+            row = [r.kernel, r.config.name, e.function, str(e.resources.registers),
+                   f"{(r.smem_bytes + e.resources.static_smem) / 1024:.1f} KiB", f"{e.resources.local_bytes} B"]
+            tiles = r.config.tiles(problem.m, problem.n)
+            if args.check:
+                sig = ", ".join(e.signature.found) if e.signature.ok else "; ".join(e.problems)
+                row += [sig, str(e.occupancy.blocks_per_sm), str(e.occupancy.warps_per_sm), e.occupancy.limiter,
+                        f"{e.occupancy.waves(tiles, limits.sm_count):.1f}",
+                        "[green]ok[/]" if e.ok else "[red]FAIL[/]"]
+                failures += 0 if e.ok else 1
+            table.add_row(*row)
+            payload.append({"kernel": r.kernel, "config": r.config.name, "arch": r.arch, "entry": e.function,
+                            "registers": e.resources.registers, "smem_bytes": r.smem_bytes + e.resources.static_smem,
+                            "local_bytes": e.resources.local_bytes, "sass_found": e.signature.found,
+                            "problems": list(e.problems), "blocks_per_sm": e.occupancy.blocks_per_sm,
+                            "warps_per_sm": e.occupancy.warps_per_sm, "limiter": e.occupancy.limiter,
+                            "tiles": tiles, "waves": e.occupancy.waves(tiles, limits.sm_count), "ok": e.ok})
+    if args.json != "-":
+        console.print(table)
+        console.print(f"{len(reports)} config(s) compiled for {args.arch}"
+                      + (f", [red]{failures} failure(s)[/]" if failures else ", all checks passed" if args.check else ""))
+    _write_json(args.json, {"arch": args.arch, "part": limits.part, "results": payload, "failures": failures})
+    return EXIT_FAIL if failures else EXIT_OK
+
+
+# ----------------------------------------------------------------------------- run
+
+DTYPES = {"fp16": "float16", "fp32": "float32"}
+
+
+def cmd_run(args) -> int:
+    if not _gpu_available():
+        return _no_gpu("run")
+    import torch
+    from . import bench
+    from .gemm import check_inputs, compiled, device_limits, mm
+
+    if min(args.m, args.n, args.k) < 1:
+        err_console.print(f"zoo run: -m, -n and -k must be >= 1, got {args.m}, {args.n}, {args.k}")
+        return EXIT_FAIL
+    idx = torch.cuda.current_device()
+    lim = device_limits(idx)
+    out_dtype = getattr(torch, DTYPES[args.out_dtype])
+    problem = registry.Problem(args.m, args.n, args.k, "float16", DTYPES[args.out_dtype])
+    spec, cfg = registry.select(lim, problem, kernel_name=args.kernel, config_name=args.config)
+    console.print(f"[bold]{lim.part}[/] (CC {lim.cc[0]}.{lim.cc[1]}, {lim.sm_count} SMs): "
+                  f"{spec.name} / {cfg.name} ({cfg.describe()}) for {args.m}x{args.n}x{args.k} "
+                  f"fp16 -> {args.out_dtype}")
+
+    with console.status(f"compiling {spec.name} / {cfg.name} for {spec.compile_arch(lim.cc)} (NVRTC, cached)"):
+        compiled(spec, cfg, problem.out_dtype, idx)
+
+    gen = torch.Generator(device="cuda").manual_seed(args.seed)
+    a = torch.randn(args.m, args.k, device="cuda", dtype=torch.float16, generator=gen)
+    b = torch.randn(args.k, args.n, device="cuda", dtype=torch.float16, generator=gen)
+    check_inputs(a, b, out_dtype)
+    out = torch.full((args.m, args.n), float("nan"), device="cuda", dtype=out_dtype)
+    mm(a, b, out=out, kernel=spec.name, config=cfg.name)
+    check = bench.verify(a, b, out)
+    console.print(f"verify vs float64: {check.describe()}")
+
+    bytes_per_set = (args.m * args.k + args.k * args.n) * 2
+    sets = bench.rotation_sets(bytes_per_set, lim.l2_bytes)
+    inputs = [(a, b)] + [(torch.randn_like(a), torch.randn_like(b)) for _ in range(sets - 1)]
+    outs = [torch.empty(args.m, args.n, device="cuda", dtype=out_dtype) for _ in range(2)]
+    fns = {
+        "torch.mm": lambda i: bench.torch_mm(*inputs[i], out_dtype),
+        spec.name: lambda i: mm(*inputs[i], out=outs[i % 2], kernel=spec.name, config=cfg.name),
+    }
+    with Progress(TextColumn("timing"), BarColumn(), MofNCompleteColumn(), console=err_console,
+                  transient=True) as progress:
+        task = progress.add_task("timing", total=args.iters)
+        timings = bench.time_side_by_side(fns, sets, args.warmup, args.iters,
+                                          progress=lambda i: progress.update(task, completed=i))
+    ref_tflops = timings["torch.mm"].tflops(problem.flops)
+    table = Table(title=f"{args.m}x{args.n}x{args.k} fp16 -> {args.out_dtype} on {lim.part} "
+                        f"(median of {args.iters}, {sets} rotating input sets)")
+    for col in ("kernel", "config", "ms", "TFLOP/s", "% of torch.mm", "spread (IQR)", "verified"):
+        table.add_column(col, justify="left" if col in ("kernel", "config") else "right")
+    rows = []
+    for name, t in timings.items():
+        is_ref = name == "torch.mm"
+        pct = 100 * t.tflops(problem.flops) / ref_tflops
+        table.add_row(name, "cuBLAS" if is_ref else cfg.name, f"{t.median_ms:.4f}",
+                      f"{t.tflops(problem.flops):.1f}", f"{pct:.1f}%", f"{100 * t.spread:.1f}%",
+                      "ref" if is_ref else ("[green]yes[/]" if check.ok else "[red]NO[/]"))
+        rows.append({"kernel": name, "config": None if is_ref else cfg.name, "median_ms": t.median_ms,
+                     "tflops": t.tflops(problem.flops), "pct_of_torch": pct, "spread": t.spread})
+    console.print(table)
+    _write_json(args.json, {
+        "device": lim.part, "cc": f"{lim.cc[0]}.{lim.cc[1]}", "date": datetime.date.today().isoformat(),
+        "torch": torch.__version__, "m": args.m, "n": args.n, "k": args.k, "out_dtype": args.out_dtype,
+        "kernel": spec.name, "config": cfg.name, "iters": args.iters, "warmup": args.warmup,
+        "rotating_sets": sets, "verify": asdict(check), "results": rows})
+    if not check.ok:
+        err_console.print("[bold red]verification failed[/]: the kernel's result is wrong")
+        return EXIT_FAIL
+    return EXIT_OK
+
+
+# ----------------------------------------------------------------------------- main
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="zoo", description="A multi-architecture GEMM kernel zoo with dispatch.")
+    p.add_argument("--version", action="version", version=f"zoo {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("list", help="the registry: kernels, eligible CCs, dtypes, configs")
+    s.add_argument("--json", metavar="PATH", help="also write JSON to PATH ('-' for stdout only)")
+    s.set_defaults(fn=cmd_list)
+
+    s = sub.add_parser("info", help="the GPU and what --auto-arch would pick")
+    s.add_argument("--json", metavar="PATH")
+    s.set_defaults(fn=cmd_info)
+
+    s = sub.add_parser("build", help="compile every kernel/config for an arch, offline")
+    s.add_argument("--arch", required=True, choices=arch.OFFLINE_ARCHS)
+    s.add_argument("--check", action="store_true", help="check SASS signature, local memory, budgets")
+    s.add_argument("--kernel", help="only this kernel")
+    s.add_argument("--config", help="only this config")
+    s.add_argument("-m", type=int, default=4096, help="problem M for the waves column (4096)")
+    s.add_argument("-n", type=int, default=4096, help="problem N for the waves column (4096)")
+    s.add_argument("-k", type=int, default=4096)
+    s.add_argument("--json", metavar="PATH")
+    s.set_defaults(fn=cmd_build)
+
+    s = sub.add_parser("run", help="select, compile, verify and benchmark against torch.mm")
+    s.add_argument("--auto-arch", action="store_true",
+                   help="pick the kernel and config for this GPU's compute capability (the default)")
+    s.add_argument("-m", type=int, default=4096)
+    s.add_argument("-n", type=int, default=4096)
+    s.add_argument("-k", type=int, default=4096)
+    s.add_argument("--out-dtype", choices=tuple(DTYPES), default="fp16")
+    s.add_argument("--kernel", help="run this kernel instead of the automatic choice")
+    s.add_argument("--config", help="run this config instead of the automatic choice")
+    s.add_argument("--warmup", type=int, default=10)
+    s.add_argument("--iters", type=int, default=100)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--json", metavar="PATH")
+    s.set_defaults(fn=cmd_run)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if getattr(args, "iters", 1) < 1 or getattr(args, "warmup", 0) < 0:
+        err_console.print("zoo: --iters must be >= 1 and --warmup >= 0")
+        return EXIT_FAIL
+    try:
+        return args.fn(args)
+    except ZooError as exc:
+        err_console.print(f"[bold red]zoo {args.command}:[/] {exc}")
+        return EXIT_FAIL
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,323 @@
+"""The one module that talks to cuda-python (`cuda.bindings`).
+
+NVRTC compile to a cubin (with a disk cache), module load, function lookup, launch on
+torch's current stream, device attributes, and the translation of every CUresult /
+nvrtcResult into a ZooCudaError. Nothing else in the zoo imports cuda.bindings.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import re
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
+CACHE_FORMAT = b"zoo-cubin-v1"
+
+
+class ZooError(Exception):
+    """A problem the user can fix: bad input, no GPU, an ineligible kernel or config."""
+
+
+class ZooCudaError(ZooError):
+    """A failed CUDA Driver API or NVRTC call."""
+
+    def __init__(self, call: str, error: str, *, kernel: str | None = None,
+                 config: str | None = None, log: str | None = None):
+        self.call, self.error, self.kernel, self.config, self.log = call, error, kernel, config, log
+        where = "".join(f" [{k}={v}]" for k, v in (("kernel", kernel), ("config", config)) if v)
+        msg = f"{call} failed: {error}{where}"
+        if log:
+            msg += f"\n--- NVRTC log ---\n{log.strip()}"
+        super().__init__(msg)
+
+
+def _bindings():
+    try:
+        from cuda.bindings import driver, nvrtc
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ZooError(
+            "cuda-python is not installed (pip install cuda-python nvidia-cuda-nvrtc); "
+            f"import failed: {exc}") from exc
+    return driver, nvrtc
+
+
+def _check(result, call: str, **ctx):
+    """Unpack a cuda.bindings result tuple, raising ZooCudaError on a non-success code."""
+    driver, nvrtc = _bindings()
+    status, *values = result if isinstance(result, tuple) else (result,)
+    if isinstance(status, nvrtc.nvrtcResult):
+        if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            _, name = nvrtc.nvrtcGetErrorString(status)
+            raise ZooCudaError(call, name.decode(), **ctx)
+    elif status != driver.CUresult.CUDA_SUCCESS:
+        _, name = driver.cuGetErrorName(status)
+        raise ZooCudaError(call, name.decode() if name else str(status), **ctx)
+    if not values:
+        return None
+    return values[0] if len(values) == 1 else tuple(values)
+
+
+# ----------------------------------------------------------------------------- NVRTC
+
+def nvrtc_version() -> tuple[int, int]:
+    _, nvrtc = _bindings()
+    return _check(nvrtc.nvrtcVersion(), "nvrtcVersion")
+
+
+def nvrtc_supported_archs() -> list[int]:
+    _, nvrtc = _bindings()
+    count = _check(nvrtc.nvrtcGetNumSupportedArchs(), "nvrtcGetNumSupportedArchs")
+    return list(_check(nvrtc.nvrtcGetSupportedArchs(), "nvrtcGetSupportedArchs"))[:count]
+
+
+def cuda_include_dir() -> Path:
+    """CUDA headers NVRTC needs (mma.h, cuda_fp16.h): pip wheels first, then a CUDA toolkit."""
+    candidates = []
+    try:
+        from cuda import pathfinder
+        found = pathfinder.find_nvidia_header_directory("cudart")
+        if found:
+            candidates.append(Path(found))
+    except Exception:  # noqa: BLE001 - pathfinder is optional; fall through to the toolkit
+        pass
+    for env in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(env):
+            candidates.append(Path(os.environ[env]) / "include")
+    candidates.append(Path("/usr/local/cuda/include"))
+    for path in candidates:
+        if (path / "mma.h").is_file() and (path / "crt" / "mma.h").is_file():
+            return path
+    raise ZooError(
+        "CUDA headers (mma.h, crt/mma.h) not found; install them with "
+        "`pip install nvidia-cuda-runtime nvidia-cuda-crt` or set CUDA_HOME. Looked in: "
+        + ", ".join(map(str, candidates)))
+
+
+def _included_sources(path: Path, seen: dict[Path, bytes] | None = None) -> dict[Path, bytes]:
+    """The file and every zoo header it includes (quoted includes, transitively)."""
+    seen = {} if seen is None else seen
+    if path in seen:
+        return seen
+    text = path.read_bytes()
+    seen[path] = text
+    for name in re.findall(rb'^\s*#\s*include\s+"([^"]+)"', text, flags=re.M):
+        for root in (path.parent, KERNELS_DIR):
+            header = (root / name.decode()).resolve()
+            if header.is_file():
+                _included_sources(header, seen)
+                break
+    return seen
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("ZOO_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "zoo"
+    return Path(root)
+
+
+@dataclass(frozen=True)
+class Cubin:
+    image: bytes
+    arch: str
+    key: str
+    from_cache: bool
+
+
+def compile_cubin(source: Path, arch: str, defines: dict[str, int | str] | None = None, *,
+                  kernel: str | None = None, config: str | None = None,
+                  use_cache: bool = True) -> Cubin:
+    """Compile a kernel source to a cubin for `arch` (e.g. "sm_75", "sm_90a").
+
+    The cache key hashes the source, every zoo header it includes, the options, the NVRTC
+    version and the arch; CUDA's own headers are pinned by the NVRTC version and their path.
+    """
+    _, nvrtc = _bindings()
+    ctx = {"kernel": kernel, "config": config}
+    include = cuda_include_dir()
+    options = [f"--gpu-architecture={arch}", "-std=c++17", "-default-device", "-lineinfo",
+               f"-I{KERNELS_DIR}", f"-I{include}"]
+    options += [f"-D{k}={v}" for k, v in sorted((defines or {}).items())]
+    version = nvrtc_version()
+
+    digest = hashlib.sha256(CACHE_FORMAT)
+    for path, text in sorted(_included_sources(Path(source).resolve()).items()):
+        digest.update(path.name.encode())
+        digest.update(hashlib.sha256(text).digest())
+    # Include paths are checkout-specific; what they point at is hashed above or pinned here.
+    portable = [o for o in options if not o.startswith("-I")]
+    digest.update(repr((portable, str(include), version, arch)).encode())
+    key = digest.hexdigest()
+
+    entry = cache_dir() / f"{Path(source).stem}-{arch}-{key[:32]}.cubin"
+    if use_cache:
+        image = _read_cache(entry)
+        if image is not None:
+            return Cubin(image, arch, key, True)
+
+    src = Path(source).read_bytes()
+    prog = _check(nvrtc.nvrtcCreateProgram(src, str(Path(source).name).encode(), 0, [], []),
+                  "nvrtcCreateProgram", **ctx)
+    try:
+        opts = [o.encode() for o in options]
+        status = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)[0]
+        if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            size = _check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize", **ctx)
+            log = b" " * size
+            _check(nvrtc.nvrtcGetProgramLog(prog, log), "nvrtcGetProgramLog", **ctx)
+            _, name = nvrtc.nvrtcGetErrorString(status)
+            raise ZooCudaError("nvrtcCompileProgram", f"{name.decode()} ({arch})",
+                               log=log.decode(errors="replace").rstrip("\x00 "), **ctx)
+        size = _check(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize", **ctx)
+        image = b" " * size
+        _check(nvrtc.nvrtcGetCUBIN(prog, image), "nvrtcGetCUBIN", **ctx)
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+    if use_cache:
+        _write_cache(entry, image)
+    return Cubin(bytes(image), arch, key, False)
+
+
+def _read_cache(entry: Path) -> bytes | None:
+    """A cached cubin, or None when missing or corrupt (then it is rebuilt)."""
+    try:
+        blob = entry.read_bytes()
+    except OSError:
+        return None
+    header, _, image = blob.partition(b"\n")
+    if header != CACHE_FORMAT + b" " + hashlib.sha256(image).hexdigest().encode():
+        return None
+    return image
+
+
+def _write_cache(entry: Path, image: bytes) -> None:
+    """Atomic: write a temp file in the same folder, then rename over the entry."""
+    try:
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-", suffix=".cubin")
+        with os.fdopen(fd, "wb") as f:
+            f.write(CACHE_FORMAT + b" " + hashlib.sha256(image).hexdigest().encode() + b"\n" + image)
+        os.replace(tmp, entry)
+    except OSError:
+        pass  # an unwritable cache only costs a recompile next time
+
+
+# ----------------------------------------------------------------------------- driver
+
+_lock = threading.Lock()
+_contexts: dict[int, object] = {}
+_functions: dict[tuple, "Function"] = {}
+
+
+def driver_version() -> tuple[int, int]:
+    driver, _ = _bindings()
+    _check(driver.cuInit(0), "cuInit")
+    v = _check(driver.cuDriverGetVersion(), "cuDriverGetVersion")
+    return v // 1000, (v % 1000) // 10
+
+
+def ensure_context(device_index: int):
+    """Make the device's primary context (the one torch uses) current on this thread."""
+    driver, _ = _bindings()
+    with _lock:
+        ctx = _contexts.get(device_index)
+        if ctx is None:
+            _check(driver.cuInit(0), "cuInit")
+            dev = _check(driver.cuDeviceGet(device_index), "cuDeviceGet")
+            ctx = _check(driver.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+            _contexts[device_index] = ctx
+    _check(driver.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+    return ctx
+
+
+def device_attributes(device_index: int) -> dict[str, int]:
+    """Hardware facts read from the device (the offline table lives in zoo/arch.py)."""
+    driver, _ = _bindings()
+    _check(driver.cuInit(0), "cuInit")
+    dev = _check(driver.cuDeviceGet(device_index), "cuDeviceGet")
+    A = driver.CUdevice_attribute
+    names = {
+        "cc_major": A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+        "cc_minor": A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+        "sm_count": A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+        "smem_per_sm": A.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
+        "smem_per_block_optin": A.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+        "smem_reserved_per_block": A.CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK,
+        "regs_per_sm": A.CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR,
+        "regs_per_block": A.CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK,
+        "max_threads_per_sm": A.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+        "max_blocks_per_sm": A.CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR,
+        "l2_bytes": A.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
+        "sm_clock_khz": A.CU_DEVICE_ATTRIBUTE_CLOCK_RATE,
+        "mem_clock_khz": A.CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE,
+        "mem_bus_bits": A.CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH,
+    }
+    out = {k: int(_check(driver.cuDeviceGetAttribute(a, dev), "cuDeviceGetAttribute")) for k, a in names.items()}
+    name = _check(driver.cuDeviceGetName(64, dev), "cuDeviceGetName")
+    out["name"] = name.split(b"\x00")[0].decode()
+    return out
+
+
+class Function:
+    """A loaded kernel: launch it with a grid, block, dynamic smem and typed arguments."""
+
+    def __init__(self, handle, name: str, smem_bytes: int, kernel: str | None, config: str | None):
+        self.handle, self.name, self.smem_bytes = handle, name, smem_bytes
+        self.ctx = {"kernel": kernel or name, "config": config}
+
+    def launch(self, grid: tuple[int, int, int], block: tuple[int, int, int],
+               args: list[tuple[object, type]], stream: int) -> None:
+        driver, _ = _bindings()
+        values = tuple(v for v, _ in args)
+        types = tuple(t for _, t in args)
+        _check(driver.cuLaunchKernel(self.handle, *grid, *block, self.smem_bytes,
+                                     driver.CUstream(stream), (values, types), 0),
+               "cuLaunchKernel", **self.ctx)
+
+
+def load_function(device_index: int, cubin: Cubin, name: str, smem_bytes: int, *,
+                  kernel: str | None = None, config: str | None = None) -> Function:
+    """Load (once per device and cubin) and look up an extern "C" kernel by name; its max
+    dynamic shared memory is set here, once, not on every launch."""
+    key = (device_index, cubin.key, name, smem_bytes)
+    fn = _functions.get(key)
+    if fn is not None:
+        return fn
+    driver, _ = _bindings()
+    ctx = {"kernel": kernel or name, "config": config}
+    ensure_context(device_index)
+    major, _ = driver_version()
+    rt_major, _ = nvrtc_version()
+    if rt_major > major:
+        raise ZooError(
+            f"NVRTC {rt_major}.x builds code the installed CUDA {major}.x driver cannot load; "
+            f"install cuda-python and nvidia-cuda-nvrtc for CUDA {major} "
+            f"(pip install 'cuda-python=={major}.*' 'nvidia-cuda-nvrtc-cu{major}') or update the driver")
+    with _lock:
+        module = _check(driver.cuModuleLoadData(cubin.image), "cuModuleLoadData", **ctx)
+        handle = _check(driver.cuModuleGetFunction(module, name.encode()), "cuModuleGetFunction", **ctx)
+        _check(driver.cuFuncSetAttribute(
+            handle, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            smem_bytes), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", **ctx)
+        fn = Function(handle, name, smem_bytes, kernel, config)
+        _functions[key] = fn
+    return fn
+
+
+def function_attributes(fn: Function) -> dict[str, int]:
+    driver, _ = _bindings()
+    A = driver.CUfunction_attribute
+    return {
+        "registers": _check(driver.cuFuncGetAttribute(A.CU_FUNC_ATTRIBUTE_NUM_REGS, fn.handle), "cuFuncGetAttribute"),
+        "local_bytes": _check(driver.cuFuncGetAttribute(A.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, fn.handle), "cuFuncGetAttribute"),
+        "static_smem": _check(driver.cuFuncGetAttribute(A.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn.handle), "cuFuncGetAttribute"),
+    }
+
+
+# ctypes types for kernel arguments, so callers never import cuda.bindings.
+POINTER = ctypes.c_void_p
+INT32 = ctypes.c_int

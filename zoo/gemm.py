@@ -1,0 +1,130 @@
+"""`zoo.mm`: input checks, kernel selection and the one launch path every kernel shares."""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+from . import arch, cuda, registry
+from .configs import TileConfig
+from .cuda import ZooError
+from .registry import KernelSpec, Problem
+
+DTYPE_NAMES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32"}
+INT32_MAX = 2**31 - 1
+
+
+@functools.lru_cache(maxsize=None)
+def device_limits(device_index: int) -> arch.ArchLimits:
+    return arch.from_device(device_index)
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return DTYPE_NAMES.get(dtype, str(dtype).replace("torch.", ""))
+
+
+def check_inputs(a, b, out_dtype) -> torch.dtype:
+    """Raise ZooError naming what is wrong with (a, b, out_dtype); return the output dtype."""
+    for name, t in (("a", a), ("b", b)):
+        if not isinstance(t, torch.Tensor):
+            raise ZooError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 2:
+            raise ZooError(f"{name} must be 2-D, got {t.dim()}-D with shape {tuple(t.shape)}")
+    if a.shape[1] != b.shape[0]:
+        raise ZooError(f"inner dimensions differ: a is {tuple(a.shape)}, b is {tuple(b.shape)} "
+                       f"(a's K={a.shape[1]} must equal b's K={b.shape[0]})")
+    if a.dtype != b.dtype:
+        raise ZooError(f"a and b must share a dtype, got {a.dtype} and {b.dtype}")
+    if a.dtype != torch.float16:
+        raise ZooError(f"dtype {a.dtype} is not supported yet: the zoo's kernels take torch.float16")
+    if a.device != b.device:
+        raise ZooError(f"a and b are on different devices: {a.device} and {b.device}")
+    if a.device.type != "cuda":
+        raise ZooError(f"inputs must be CUDA tensors, got device {a.device}")
+    out_dtype = a.dtype if out_dtype is None else out_dtype
+    if out_dtype not in (torch.float16, torch.float32):
+        raise ZooError(f"out_dtype must be torch.float16 or torch.float32, got {out_dtype}")
+    if max(a.shape[0], a.shape[1], b.shape[1]) > INT32_MAX:
+        raise ZooError(f"dimensions above 2^31-1 are not supported: a {tuple(a.shape)}, b {tuple(b.shape)}")
+    return out_dtype
+
+
+def _row_major(t: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """A view the kernels can read directly (unit column stride, row stride >= cols, int32),
+    or a contiguous copy; returns it with its row stride in elements."""
+    rows, cols = t.shape
+    if t.stride(1) == 1 and (rows == 1 or t.stride(0) >= cols) and t.stride(0) <= INT32_MAX:
+        return t, max(t.stride(0), 1)
+    t = t.contiguous()
+    return t, cols
+
+
+def _check_out(out: torch.Tensor, m: int, n: int, dtype: torch.dtype, device) -> None:
+    if not isinstance(out, torch.Tensor):
+        raise ZooError(f"out must be a torch.Tensor, got {type(out).__name__}")
+    if tuple(out.shape) != (m, n) or out.dtype != dtype or out.device != device:
+        raise ZooError(f"out must be a ({m}, {n}) {dtype} tensor on {device}, got "
+                       f"{tuple(out.shape)} {out.dtype} on {out.device}")
+    if n > 1 and (out.stride(1) != 1 or out.stride(0) < n) or out.stride(0) > INT32_MAX:
+        raise ZooError(f"out must have unit column stride and non-overlapping rows, got strides {out.stride()}")
+
+
+def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None,
+       kernel: str | None = None, config: str | None = None,
+       out: torch.Tensor | None = None) -> torch.Tensor:
+    """C = a @ b on the GPU with the best kernel of the zoo for the device (or the one named).
+
+    a: (M, K) and b: (K, N) CUDA float16 tensors, any strides. Returns (M, N) in float16, or
+    float32 with out_dtype=torch.float32; FP32 accumulation in both. `out`, if given, is
+    written and returned (row-major, unit column stride).
+    """
+    out_dtype = check_inputs(a, b, out_dtype if out is None or out_dtype else out.dtype)
+    m, k = a.shape
+    n = b.shape[1]
+    if out is not None:
+        _check_out(out, m, n, out_dtype, a.device)
+    if m == 0 or n == 0 or k == 0:
+        return out.zero_() if out is not None else torch.zeros((m, n), dtype=out_dtype, device=a.device)
+    device_index = a.device.index if a.device.index is not None else torch.cuda.current_device()
+    limits = device_limits(device_index)
+    problem = Problem(m, n, k, _dtype_name(a.dtype), _dtype_name(out_dtype))
+    spec, cfg = registry.select(limits, problem, kernel_name=kernel, config_name=config)
+    a, lda = _row_major(a)
+    b, ldb = _row_major(b)
+    c = torch.empty((m, n), dtype=out_dtype, device=a.device) if out is None else out
+    launch(spec, cfg, device_index, a, b, c, lda, ldb)
+    return c
+
+
+_loaded: dict[tuple, cuda.Function] = {}
+
+
+def compiled(spec: KernelSpec, cfg: TileConfig, out_dtype: str, device_index: int) -> cuda.Function:
+    """The loaded function for (kernel, config, out dtype) on a device, compiled for its arch
+    on first use (disk cache across processes, this dict within one)."""
+    key = (spec.name, cfg, out_dtype, device_index)
+    if key in _loaded:
+        return _loaded[key]
+    limits = device_limits(device_index)
+    cubin = cuda.compile_cubin(spec.source, spec.compile_arch(limits.cc), spec.defines(cfg),
+                               kernel=spec.name, config=cfg.name)
+    fn = cuda.load_function(device_index, cubin, spec.entry[out_dtype], spec.smem_bytes(cfg),
+                            kernel=spec.name, config=cfg.name)
+    _loaded[key] = fn
+    return fn
+
+
+def launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor,
+           b: torch.Tensor, c: torch.Tensor, lda: int, ldb: int) -> None:
+    """The launch path shared by every GEMM kernel: C(M,N) = A(M,K) @ B(K,N)."""
+    m, k = a.shape
+    n = b.shape[1]
+    fn = compiled(spec, cfg, _dtype_name(c.dtype), device_index)
+    with torch.cuda.device(device_index):
+        cuda.ensure_context(device_index)
+        stream = torch.cuda.current_stream(device_index).cuda_stream
+        args = [(a.data_ptr(), cuda.POINTER), (b.data_ptr(), cuda.POINTER), (c.data_ptr(), cuda.POINTER),
+                (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32),
+                (lda, cuda.INT32), (ldb, cuda.INT32), (max(c.stride(0), 1), cuda.INT32)]
+        fn.launch(spec.grid(cfg, m, n), (cfg.threads, 1, 1), args, stream)

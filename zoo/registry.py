@@ -1,0 +1,183 @@
+"""The registry: which kernels exist, where each may run, and which one a problem gets.
+
+Each KernelSpec names its source, the compute capabilities it runs on, its dtypes and
+layouts, its configs (configs/*.yaml), its shared-memory formula, and the SASS that defines
+it. `select(limits, problem)` picks the best eligible kernel and config.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from . import configs as cfgs
+from .arch import ArchLimits, device_arch
+from .cuda import KERNELS_DIR, ZooError
+
+MIN_CC = (7, 5)  # the oldest kernel of the zoo needs Turing tensor cores
+
+
+@dataclass(frozen=True)
+class Problem:
+    m: int
+    n: int
+    k: int
+    dtype: str = "float16"
+    out_dtype: str = "float16"
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.m * self.n * self.k
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    name: str
+    source: Path
+    config_file: Path
+    min_cc: tuple[int, int]
+    exact_cc: tuple[int, int] | None     # arch-specific code (sm_90a) runs on one CC only
+    arch_specific: bool                  # compile for sm_XYa instead of sm_XY
+    offline_archs: tuple[str, ...]       # targets `zoo build --arch` compiles it for
+    dtypes: tuple[str, ...]
+    out_dtypes: tuple[str, ...]
+    layouts: tuple[str, ...]             # "rowmajor x rowmajor" for A (M,K) @ B (K,N)
+    entry: dict[str, str]                # out dtype -> extern "C" function name
+    mma_shape: tuple[int, int, int]
+    stages: tuple[int, ...]
+    smem_bytes: Callable[[cfgs.TileConfig], int]
+    rules: Callable[[cfgs.TileConfig], list[str]]
+    sass_required: tuple[tuple[str, str], ...]   # (regex, what it proves)
+    sass_forbidden: tuple[tuple[str, str], ...]
+    description: str = ""
+    defines_extra: dict[str, int] = field(default_factory=dict)
+
+    @functools.cached_property
+    def configs(self) -> tuple[cfgs.TileConfig, ...]:
+        return cfgs.load(self.config_file)
+
+    def config(self, name: str) -> cfgs.TileConfig:
+        for c in self.configs:
+            if c.name == name:
+                return c
+        raise ZooError(f"{self.name} has no config {name!r}; it has: "
+                       + ", ".join(c.name for c in self.configs))
+
+    def runs_on(self, cc: tuple[int, int]) -> bool:
+        return cc == self.exact_cc if self.exact_cc else cc >= self.min_cc
+
+    def eligible_ccs(self) -> str:
+        if self.exact_cc:
+            return f"{self.exact_cc[0]}.{self.exact_cc[1]} only"
+        return f">= {self.min_cc[0]}.{self.min_cc[1]}"
+
+    def compile_arch(self, cc: tuple[int, int]) -> str:
+        return device_arch(cc, self.arch_specific)
+
+    def defines(self, c: cfgs.TileConfig) -> dict[str, int]:
+        return {"ZOO_BM": c.block_m, "ZOO_BN": c.block_n, "ZOO_BK": c.block_k,
+                "ZOO_WARP_M": c.warp_m, "ZOO_WARP_N": c.warp_n, "ZOO_GROUP_M": c.group_m,
+                "ZOO_SMEM_BYTES": self.smem_bytes(c), **self.defines_extra}
+
+    def grid(self, c: cfgs.TileConfig, m: int, n: int) -> tuple[int, int, int]:
+        return (c.tiles(m, n), 1, 1)
+
+
+# ----------------------------------------------------------------------------- sm_75
+
+def _sm75_smem(c: cfgs.TileConfig) -> int:
+    """Same formula as SMEM_BYTES in kernels/sm75/hgemm_wmma.cu (a static_assert ties them)."""
+    pad = 8
+    pipe = 2 * (c.block_m * (c.block_k + pad) + c.block_k * (c.block_n + pad)) * 2
+    epilogue = c.warps * 16 * (c.warp_n + 4) * 4
+    return max(pipe, epilogue)
+
+
+def _sm75_rules(c: cfgs.TileConfig) -> list[str]:
+    out = []
+    if c.block_k not in (32, 64):
+        out.append(f"block_k {c.block_k} must be 32 or 64 (the conflict-free A store order)")
+    for name, rows, cols in (("A", c.block_m, c.block_k), ("B", c.block_k, c.block_n)):
+        if (rows * cols // 8) % c.threads:
+            out.append(f"the {name} tile's {rows * cols // 8} 16-byte chunks do not split evenly over {c.threads} threads")
+    if c.block_n % 64:
+        out.append(f"block_n {c.block_n} must be a multiple of 64 (a quarter-warp stores 64 B-tile columns)")
+    return out
+
+
+SM75_HGEMM = KernelSpec(
+    name="sm75_hgemm_wmma",
+    source=KERNELS_DIR / "sm75" / "hgemm_wmma.cu",
+    config_file=cfgs.CONFIGS_DIR / "sm75_hgemm_wmma.yaml",
+    min_cc=(7, 5), exact_cc=None, arch_specific=False,
+    offline_archs=("sm_75", "sm_80", "sm_90a"),
+    dtypes=("float16",), out_dtypes=("float16", "float32"), layouts=("row x row",),
+    entry={"float16": "zoo_hgemm_sm75_f16out", "float32": "zoo_hgemm_sm75_f32out"},
+    mma_shape=(16, 16, 16), stages=(2,),
+    smem_bytes=_sm75_smem, rules=_sm75_rules,
+    sass_required=((r"\bHMMA\.", "HMMA"),
+                   (r"\bLDG\.E\.128\b", "LDG.128")),
+    sass_forbidden=((r"\bLDGSTS\b", "LDGSTS (cp.async; Turing has none)"),
+                    (r"\b(LDL|STL)\b", "LDL/STL (local memory)")),
+    description="FP16 WMMA m16n16k16, register-prefetch double buffer, padded smem",
+)
+
+KERNELS: tuple[KernelSpec, ...] = (SM75_HGEMM,)
+
+
+def kernel(name: str) -> KernelSpec:
+    for k in KERNELS:
+        if k.name == name:
+            return k
+    raise ZooError(f"unknown kernel {name!r}; registered: {', '.join(k.name for k in KERNELS)}")
+
+
+def check_cc(cc: tuple[int, int]) -> None:
+    if tuple(cc) < MIN_CC:
+        raise ZooError(f"compute capability {cc[0]}.{cc[1]} is below {MIN_CC[0]}.{MIN_CC[1]}: "
+                       "the zoo's kernels need Turing (sm_75) tensor cores or newer")
+
+
+def eligible(cc: tuple[int, int], problem: Problem | None = None) -> list[KernelSpec]:
+    """Kernels that run on `cc` (and support the problem's dtypes), newest arch first."""
+    check_cc(cc)
+    found = [k for k in KERNELS if k.runs_on(cc)
+             and (problem is None or (problem.dtype in k.dtypes and problem.out_dtype in k.out_dtypes))]
+    return sorted(found, key=lambda k: (k.exact_cc or k.min_cc), reverse=True)
+
+
+def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem) -> cfgs.TileConfig:
+    """Heuristic: the largest block tile whose tile count still fills every SM once (big
+    tiles re-read less of A and B); when no config fills the GPU, the one with the most tiles."""
+    valid = [c for c in spec.configs if not cfgs.problems(c, spec, limits)]
+    if not valid:
+        raise ZooError(f"no config of {spec.name} fits {limits.part} ({limits.arch})")
+    filling = [c for c in valid if c.tiles(problem.m, problem.n) >= limits.sm_count]
+    if filling:
+        return max(filling, key=lambda c: (c.block_m * c.block_n, -c.threads))
+    return max(valid, key=lambda c: (c.tiles(problem.m, problem.n), -c.block_m * c.block_n))
+
+
+def select(limits: ArchLimits, problem: Problem, *, kernel_name: str | None = None,
+           config_name: str | None = None) -> tuple[KernelSpec, cfgs.TileConfig]:
+    """The kernel and config for `problem` on the device described by `limits`."""
+    check_cc(limits.cc)
+    if kernel_name:
+        spec = kernel(kernel_name)
+        if not spec.runs_on(limits.cc):
+            raise ZooError(f"{spec.name} runs on CC {spec.eligible_ccs()}; this device is "
+                           f"{limits.cc[0]}.{limits.cc[1]} ({limits.part})")
+        if problem.dtype not in spec.dtypes or problem.out_dtype not in spec.out_dtypes:
+            raise ZooError(f"{spec.name} takes {'/'.join(spec.dtypes)} in and "
+                           f"{'/'.join(spec.out_dtypes)} out, not {problem.dtype} -> {problem.out_dtype}")
+    else:
+        candidates = eligible(limits.cc, problem)
+        if not candidates:
+            raise ZooError(f"no kernel for {problem.dtype} -> {problem.out_dtype} on CC "
+                           f"{limits.cc[0]}.{limits.cc[1]}")
+        spec = candidates[0]
+    if config_name:
+        return spec, cfgs.validate(spec.config(config_name), spec, limits)
+    return spec, pick_config(spec, limits, problem)
