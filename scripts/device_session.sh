@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call: facts, smoke checks, benchmarks of every config. Logs under $OUT.
 set -u
-export ZOO_CACHE_DIR=/tmp/zoo-cache PYTHONUNBUFFERED=1
+export PYTHONPATH=$PWD ZOO_CACHE_DIR=/tmp/zoo-cache PYTHONUNBUFFERED=1
 OUT=${OUT:-/tmp/zoo-out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.draw --format=csv
 python3 -c "import torch, cuda.bindings; print('torch', torch.__version__, torch.version.cuda, 'cuda-bindings', cuda.bindings.__version__)"

@@ -127,6 +127,11 @@ SM75_HGEMM = KernelSpec(
 KERNELS: tuple[KernelSpec, ...] = (SM75_HGEMM,)
 
 
+def offline_archs() -> list[str]:
+    """Every offline build target some kernel names, oldest first (the CI matrix)."""
+    return sorted({a for k in KERNELS for a in k.offline_archs})
+
+
 def kernel(name: str) -> KernelSpec:
     for k in KERNELS:
         if k.name == name:

@@ -134,20 +134,40 @@ __device__ __forceinline__ void hgemm(const half* __restrict__ A, const half* __
   const bool a_vec = (reinterpret_cast<uintptr_t>(A) % 16 == 0) && (lda % VEC == 0);
   const bool b_vec = (reinterpret_cast<uintptr_t>(B) % 16 == 0) && (ldb % VEC == 0);
 
+  // Interior blocks (the common case) take unpredicated 128-bit loads; edge blocks and
+  // misaligned inputs take the checked path. Both branches are uniform across the block.
+  const bool interior = a_vec && b_vec && rows_a >= BM && cols_b >= BN;
+
   int4 a_reg[A_PER_THREAD], b_reg[B_PER_THREAD];
   auto load_tile = [&](int k0) {
+    const half* const a_src = A_blk + k0;
+    const half* const b_src = B_blk + static_cast<long long>(k0) * ldb;
+    if (interior && k0 + BK <= K) {
+#pragma unroll
+      for (int i = 0; i < A_PER_THREAD; ++i) {
+        int row, col;
+        a_chunk_coords(threadIdx.x + i * THREADS, row, col);
+        a_reg[i] = __ldg(reinterpret_cast<const int4*>(a_src + static_cast<long long>(row) * lda + col));
+      }
+#pragma unroll
+      for (int i = 0; i < B_PER_THREAD; ++i) {
+        const int c = threadIdx.x + i * THREADS;
+        const int row = c / (BN / VEC), col = (c % (BN / VEC)) * VEC;
+        b_reg[i] = __ldg(reinterpret_cast<const int4*>(b_src + static_cast<long long>(row) * ldb + col));
+      }
+      return;
+    }
 #pragma unroll
     for (int i = 0; i < A_PER_THREAD; ++i) {
       int row, col;
       a_chunk_coords(threadIdx.x + i * THREADS, row, col);
-      a_reg[i] = load_chunk(A_blk + k0, lda, row, rows_a, col, K - k0, a_vec);
+      a_reg[i] = load_chunk(a_src, lda, row, rows_a, col, K - k0, a_vec);
     }
 #pragma unroll
     for (int i = 0; i < B_PER_THREAD; ++i) {
       const int c = threadIdx.x + i * THREADS;
       const int row = c / (BN / VEC), col = (c % (BN / VEC)) * VEC;
-      b_reg[i] = load_chunk(B_blk + static_cast<long long>(k0) * ldb, ldb, row, K - k0, col,
-                            cols_b, b_vec);
+      b_reg[i] = load_chunk(b_src, ldb, row, K - k0, col, cols_b, b_vec);
     }
   };
   auto store_tile = [&](int buf) {
