@@ -38,13 +38,13 @@ def check_inputs(a, b, out_dtype) -> torch.dtype:
         raise ZooError(f"a and b must share a dtype, got {a.dtype} and {b.dtype}")
     if a.dtype != torch.float16:
         raise ZooError(f"dtype {a.dtype} is not supported yet: the zoo's kernels take torch.float16")
+    out_dtype = a.dtype if out_dtype is None else out_dtype
+    if out_dtype not in (torch.float16, torch.float32):
+        raise ZooError(f"out_dtype must be torch.float16 or torch.float32, got {out_dtype}")
     if a.device != b.device:
         raise ZooError(f"a and b are on different devices: {a.device} and {b.device}")
     if a.device.type != "cuda":
         raise ZooError(f"inputs must be CUDA tensors, got device {a.device}")
-    out_dtype = a.dtype if out_dtype is None else out_dtype
-    if out_dtype not in (torch.float16, torch.float32):
-        raise ZooError(f"out_dtype must be torch.float16 or torch.float32, got {out_dtype}")
     if max(a.shape[0], a.shape[1], b.shape[1]) > INT32_MAX:
         raise ZooError(f"dimensions above 2^31-1 are not supported: a {tuple(a.shape)}, b {tuple(b.shape)}")
     return out_dtype

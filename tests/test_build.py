@@ -1,0 +1,66 @@
+"""The per-arch offline matrix: every kernel x config compiles under NVRTC for each arch it
+targets, its SASS has the instructions that define it, no local memory, and it fits the
+arch's budget. Select one arch with `pytest -k sm_75` (bin/test loops over all)."""
+from dataclasses import replace
+
+import pytest
+
+from zoo import ZooCudaError, arch, build, configs, cuda, registry, sass
+
+MATRIX = [(a, k, c) for k in registry.KERNELS for a in k.offline_archs for c in k.configs]
+
+
+@pytest.mark.parametrize("target, spec, cfg", MATRIX,
+                         ids=[f"{a}-{k.name}-{c.name}" for a, k, c in MATRIX])
+def test_compiles_with_its_signature_and_fits(target, spec, cfg):
+    lim = arch.offline(target)
+    if configs.problems(cfg, spec, lim):
+        pytest.skip(f"{cfg.name} does not fit {target}: {configs.problems(cfg, spec, lim)}")
+    report = build.build_and_check(spec, cfg, lim)
+    assert {e.function for e in report.entries} == set(spec.entry.values())
+    for e in report.entries:
+        assert e.problems == (), f"{e.function}: {e.problems}"
+        assert e.signature.missing == [] and e.signature.forbidden == []
+        assert e.resources.local_bytes == 0 and e.resources.stack == 0
+        assert e.resources.registers <= lim.max_regs_per_thread
+        assert e.occupancy.blocks_per_sm >= 1
+
+
+@pytest.mark.parametrize("target", arch.OFFLINE_ARCHS)
+def test_sm75_kernel_sass_is_tensor_core_with_wide_loads(target):
+    spec = registry.SM75_HGEMM
+    cubin = cuda.compile_cubin(spec.source, target, spec.defines(spec.config("128x128")))
+    ops = sass.opcode_counts(sass.function_sass(cubin.image, spec.entry["float16"]))
+    assert any(op.startswith("HMMA") for op in ops)
+    assert any(op.startswith("LDG.E.128") for op in ops)
+    assert any(op.startswith("LDSM") for op in ops), "WMMA loads should be ldmatrix on sm_75+"
+    assert not any(op.startswith(("LDGSTS", "LDL", "STL")) for op in ops)
+
+
+def test_a_kernel_whose_smem_formula_disagrees_fails_to_compile(cache_dir):
+    spec = registry.SM75_HGEMM
+    defines = dict(spec.defines(spec.config("64x64")), ZOO_SMEM_BYTES=1234)
+    with pytest.raises(ZooCudaError, match="host smem formula") as info:
+        cuda.compile_cubin(spec.source, "sm_75", defines, kernel=spec.name, config="64x64")
+    assert info.value.kernel == spec.name and info.value.config == "64x64"
+    assert "nvrtcCompileProgram" in str(info.value)
+
+
+def test_signature_check_catches_missing_and_forbidden():
+    fake = "/*0000*/ LDGSTS.E.128 [R1], [R2.64] ;\n/*0010*/ FFMA R1, R2, R3, R4 ;"
+    res = sass.check_signature(fake, registry.SM75_HGEMM.sass_required, registry.SM75_HGEMM.sass_forbidden)
+    assert not res.ok
+    assert "HMMA" in res.missing and any("LDGSTS" in f for f in res.forbidden)
+
+
+def test_occupancy_follows_the_limits():
+    t4, h100 = arch.offline("sm_75"), arch.offline("sm_90a")
+    # 128x128: 37888 B smem, 244 registers, 128 threads.
+    occ = sass.occupancy(t4, 128, 244, 37888)
+    assert (occ.blocks_per_sm, occ.warps_per_sm, occ.limiter) == (1, 4, "shared memory")
+    occ = sass.occupancy(h100, 128, 244, 37888)
+    assert (occ.blocks_per_sm, occ.limiter) == (2, "registers")
+    assert occ.waves(1024, 132) == pytest.approx(1024 / 264)
+    # 64x64: 96 registers -> 384 per warp-unit rounding to 3072 per warp, 5 blocks by registers.
+    assert sass.occupancy(h100, 128, 96, 19456).by_resource["registers"] == 5
+    assert sass.occupancy(replace(t4, max_regs_per_thread=255), 128, 300, 1024).blocks_per_sm == 0

@@ -1,0 +1,58 @@
+"""The CLI without a GPU: offline commands work, GPU commands say so and exit 2."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import GPU
+from zoo import cli
+
+no_gpu_only = pytest.mark.skipif(GPU, reason="checks the no-GPU behaviour; a GPU is present")
+
+
+def run(*args):
+    proc = subprocess.run([sys.executable, "-m", "zoo", *args], capture_output=True, text=True)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+def test_list_shows_the_registry_and_json():
+    rc, out, _ = run("list", "--json", "-")
+    assert rc == 0
+    data = json.loads(out)
+    (k,) = [k for k in data["kernels"] if k["kernel"] == "sm75_hgemm_wmma"]
+    assert k["eligible_cc"] == ">= 7.5" and {c["name"] for c in k["configs"]} >= {"128x128", "64x64"}
+
+
+@no_gpu_only
+@pytest.mark.parametrize("command", [["run", "--auto-arch"], ["info"]])
+def test_gpu_commands_exit_2_with_a_message(command):
+    rc, out, err = run(*command)
+    assert rc == 2
+    assert "no CUDA GPU is visible" in err
+    assert "Traceback" not in err + out
+
+
+def test_build_check_reports_per_config(tmp_path):
+    rc, out, err = run("build", "--arch", "sm_75", "--check", "--config", "64x64", "--json", "-")
+    assert rc == 0, err
+    data = json.loads(out)
+    assert data["arch"] == "sm_75" and data["failures"] == 0
+    rows = data["results"]
+    assert {r["entry"] for r in rows} == {"zoo_hgemm_sm75_f16out", "zoo_hgemm_sm75_f32out"}
+    for r in rows:
+        assert r["ok"] and r["local_bytes"] == 0 and "HMMA" in r["sass_found"]
+        assert r["blocks_per_sm"] >= 1 and r["tiles"] == 64 * 64 and r["waves"] > 1
+
+
+def test_bad_arguments_are_errors_not_tracebacks():
+    rc, _, err = run("build", "--arch", "sm_61")
+    assert rc == 2 and "invalid choice" in err
+    rc, _, err = run("run", "--iters", "0")
+    assert rc in (1, 2) and "Traceback" not in err
+
+
+def test_run_rejects_nonpositive_sizes_before_touching_the_gpu(monkeypatch, capsys):
+    monkeypatch.setattr(cli, "_gpu_available", lambda: True)
+    assert cli.main(["run", "-m", "0"]) == 1
+    assert "must be >= 1" in capsys.readouterr().err

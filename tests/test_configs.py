@@ -1,0 +1,65 @@
+"""The one config validator: shipped configs pass, bad ones fail with every reason named."""
+from dataclasses import replace
+
+import pytest
+
+from zoo import ConfigError, arch, configs, registry
+
+SPEC = registry.SM75_HGEMM
+GOOD = SPEC.config("128x128")
+
+
+@pytest.mark.parametrize("target", arch.OFFLINE_ARCHS)
+def test_every_shipped_config_fits_some_arch_and_the_defaults_fit_all(target):
+    lim = arch.offline(target)
+    assert configs.problems(GOOD, SPEC, lim) == []
+    assert configs.problems(SPEC.config("64x64"), SPEC, lim) == []
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(warp_m=48), "not a whole number of 48x64 warp tiles"),
+    (dict(warp_n=40, block_n=80), "not a multiple of the 16x16 MMA shape"),
+    (dict(block_k=24), "block_k 24 is not a multiple of the MMA k"),
+    (dict(threads=256), "threads 256 != 32 x 4 warps"),
+    (dict(stages=3), "stages 3 not supported"),
+    (dict(block_k=48), "block_k 48 must be 32 or 64"),
+    (dict(block_n=96, warp_n=48), "multiple of 64"),
+])
+def test_bad_configs_are_rejected_with_the_reason(change, message):
+    bad = replace(GOOD, **change)
+    with pytest.raises(ConfigError, match=message):
+        configs.validate(bad, SPEC, arch.offline("sm_90a"))
+
+
+def test_shared_memory_budget_is_per_arch():
+    big = replace(GOOD, name="big", block_n=256, block_k=64, threads=256)
+    assert SPEC.smem_bytes(big) > 64 * 1024
+    with pytest.raises(ConfigError, match=r"needs 104448 B of shared memory per block; Tesla T4 \(sm_75\) allows 65536 B"):
+        configs.validate(big, SPEC, arch.offline("sm_75"))
+    assert configs.validate(big, SPEC, arch.offline("sm_90a")) is big
+
+
+def write(tmp_path, text):
+    p = tmp_path / "c.yaml"
+    p.write_text(text)
+    return p
+
+
+@pytest.mark.parametrize("text, message", [
+    ("configs: {a: {block_m: 64}}", "missing field"),
+    ("configs: {a: {block_m: 64, block_n: 64, block_k: 32, warp_m: 32, warp_n: 32, stages: 2, threads: 128, tile: 3}}", "unknown field"),
+    ("configs: {a: {block_m: -64, block_n: 64, block_k: 32, warp_m: 32, warp_n: 32, stages: 2, threads: 128}}", "must be positive integers"),
+    ("configs: {a: {block_m: '64', block_n: 64, block_k: 32, warp_m: 32, warp_n: 32, stages: 2, threads: 128}}", "must be positive integers"),
+    ("kernels: []", "top-level 'configs:'"),
+    ("configs: [1, 2", "cannot read"),
+])
+def test_malformed_yaml_is_a_clear_error(tmp_path, text, message):
+    with pytest.raises(ConfigError, match=message):
+        configs.load(write(tmp_path, text))
+
+
+def test_yaml_round_trip(tmp_path):
+    p = write(tmp_path, "configs:\n  t: {block_m: 64, block_n: 64, block_k: 32, warp_m: 32, warp_n: 32, stages: 2, threads: 128}\n")
+    (cfg,) = configs.load(p)
+    assert cfg == configs.TileConfig("t", 64, 64, 32, 32, 32, 2, 128, 8)
+    assert configs.validate(cfg, SPEC, arch.offline("sm_75")) is cfg

@@ -1,0 +1,106 @@
+"""Correctness on the GPU (pytest -m gpu): every config of every eligible kernel against a
+float64 reference, within 2x torch.mm's own error and a normwise 1e-2 bound; outputs are
+poisoned with NaN first and inputs drawn fresh for every check."""
+import zlib
+
+import pytest
+import torch
+
+import zoo
+from zoo import bench, configs, gemm, registry
+
+pytestmark = pytest.mark.gpu
+
+SHAPES = [  # (M, N, K): 1, 7, 127, 128, 129, 736, 1504, 2112, 4096 mixed; K often not a BK multiple
+    (1, 1, 1), (7, 7, 7), (1, 129, 4096), (127, 128, 129), (128, 127, 736), (129, 1504, 127),
+    (736, 7, 2112), (1504, 2112, 33), (2112, 736, 1504), (4096, 129, 7), (7, 4096, 128),
+]
+OUT = [torch.float16, torch.float32]
+
+
+def eligible():
+    if not torch.cuda.is_available():
+        return []
+    lim = gemm.device_limits(torch.cuda.current_device())
+    return [(k, c) for k in registry.eligible(lim.cc) for c in k.configs
+            if not configs.problems(c, k, lim)]
+
+
+CASES = eligible() or [(None, None)]
+
+
+def rand(*shape, gen):
+    return torch.randn(*shape, device="cuda", dtype=torch.float16, generator=gen)
+
+
+def check(a, b, out_dtype, **kw):
+    out = torch.full((a.shape[0], b.shape[1]), float("nan"), device="cuda", dtype=out_dtype)
+    result = zoo.mm(a, b, out=out, **kw)
+    assert result is out
+    res = bench.verify(a, b, out)
+    assert res.ok, f"{kw} {tuple(a.shape)}x{tuple(b.shape)} -> {out_dtype}: {res.describe()}"
+    return res
+
+
+@pytest.mark.parametrize("spec, cfg", CASES, ids=[f"{k.name}-{c.name}" if k else "none" for k, c in CASES])
+@pytest.mark.parametrize("out_dtype", OUT, ids=["fp16out", "fp32out"])
+def test_every_config_every_shape(spec, cfg, out_dtype):
+    gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(f"{cfg.name}{out_dtype}".encode()))
+    for m, n, k in SHAPES:
+        check(rand(m, k, gen=gen), rand(k, n, gen=gen), out_dtype, kernel=spec.name, config=cfg.name)
+
+
+@pytest.mark.parametrize("out_dtype", OUT, ids=["fp16out", "fp32out"])
+def test_auto_selected_4096_cube(out_dtype):
+    gen = torch.Generator(device="cuda").manual_seed(4096)
+    check(rand(4096, 4096, gen=gen), rand(4096, 4096, gen=gen), out_dtype)
+
+
+def test_strided_transposed_and_offset_inputs():
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    base_a, base_b = rand(300, 520, gen=gen), rand(520, 400, gen=gen)
+    cases = {
+        "column slices (row stride > K)": (base_a[:, 3:260], base_b[3:260, :]),
+        "offset by one element (misaligned)": (base_a[1:, 1:258], base_b[1:258, 1:]),
+        "transposed a and b": (rand(257, 300, gen=gen).t(), rand(129, 257, gen=gen).t()),
+        "every other row": (base_a[::2, :129], base_b[:129, ::2]),
+    }
+    for name, (a, b) in cases.items():
+        for od in OUT:
+            res = check(a, b, od)
+            assert res.error < 1e-2, name
+
+
+def test_zero_size_dims():
+    a, b = torch.randn(0, 5, device="cuda", dtype=torch.float16), torch.randn(5, 3, device="cuda", dtype=torch.float16)
+    assert zoo.mm(a, b).shape == (0, 3)
+    out = zoo.mm(torch.randn(4, 0, device="cuda", dtype=torch.float16),
+                 torch.randn(0, 6, device="cuda", dtype=torch.float16), out_dtype=torch.float32)
+    assert out.shape == (4, 6) and out.dtype == torch.float32 and not out.any()
+
+
+def test_nan_input_is_not_hidden():
+    a = torch.randn(64, 64, device="cuda", dtype=torch.float16)
+    a[3, 5] = float("nan")
+    b = torch.randn(64, 64, device="cuda", dtype=torch.float16)
+    out = zoo.mm(a, b)
+    assert torch.isnan(out[3]).all() and not torch.isnan(out[4]).any()
+    assert not bench.verify(a, b, out).ok  # NaN never passes
+
+
+def test_runs_on_torch_current_stream():
+    s = torch.cuda.Stream()
+    a = torch.randn(512, 512, device="cuda", dtype=torch.float16)
+    b = torch.randn(512, 512, device="cuda", dtype=torch.float16)
+    with torch.cuda.stream(s):
+        out = zoo.mm(a, b, out_dtype=torch.float32)
+    s.synchronize()
+    assert bench.verify(a, b, out).ok
+
+
+def test_wrong_device_pairs_and_out_are_errors():
+    a = torch.randn(8, 8, device="cuda", dtype=torch.float16)
+    with pytest.raises(zoo.ZooError, match="different devices"):
+        zoo.mm(a, torch.randn(8, 8, dtype=torch.float16))
+    with pytest.raises(zoo.ZooError, match=r"out must be a \(8, 8\) torch.float32"):
+        zoo.mm(a, a, out_dtype=torch.float32, out=torch.empty(8, 8, device="cuda", dtype=torch.float16))

@@ -1,0 +1,70 @@
+"""Dispatch: which kernel and config each compute capability and problem gets."""
+from dataclasses import replace
+
+import pytest
+
+from zoo import ZooError, arch, registry
+from zoo.registry import Problem
+
+H100 = arch.offline("sm_90a")
+T4 = arch.offline("sm_75")
+
+
+def limits_for(cc):
+    return replace(H100, cc=cc, arch=arch.device_arch(cc))
+
+
+@pytest.mark.parametrize("cc", [(7, 5), (8, 0), (8, 6), (8, 9), (9, 0), (10, 0), (12, 0)])
+def test_every_supported_cc_gets_a_kernel(cc):
+    spec, cfg = registry.select(limits_for(cc), Problem(4096, 4096, 4096))
+    assert spec.runs_on(cc)
+    # Until the sm_80 / sm_90a kernels exist, the sm_75 kernel runs everywhere.
+    assert spec.name == "sm75_hgemm_wmma"
+    assert cfg in spec.configs
+
+
+@pytest.mark.parametrize("cc", [(7, 0), (6, 1), (5, 2)])
+def test_old_gpus_are_refused_clearly(cc):
+    with pytest.raises(ZooError, match=rf"compute capability {cc[0]}\.{cc[1]} is below 7\.5"):
+        registry.select(limits_for(cc), Problem(256, 256, 256))
+
+
+def test_compile_arch_follows_the_device():
+    spec = registry.SM75_HGEMM
+    assert spec.compile_arch((9, 0)) == "sm_90"
+    assert spec.compile_arch((7, 5)) == "sm_75"
+
+
+def test_unknown_kernel_and_config_name_the_alternatives():
+    with pytest.raises(ZooError, match="unknown kernel 'nope'.*sm75_hgemm_wmma"):
+        registry.select(H100, Problem(64, 64, 64), kernel_name="nope")
+    with pytest.raises(ZooError, match="no config 'huge'.*128x128"):
+        registry.select(H100, Problem(64, 64, 64), config_name="huge")
+
+
+def test_unsupported_dtype_has_no_kernel():
+    with pytest.raises(ZooError, match="no kernel for bfloat16"):
+        registry.select(H100, Problem(64, 64, 64, dtype="bfloat16", out_dtype="bfloat16"))
+
+
+def test_config_heuristic_large_tiles_for_large_problems_small_for_small():
+    spec = registry.SM75_HGEMM
+    big = registry.pick_config(spec, H100, Problem(4096, 4096, 4096))
+    small = registry.pick_config(spec, H100, Problem(256, 256, 4096))
+    assert big.block_m * big.block_n > small.block_m * small.block_n
+    # 256x256 has 16 tiles of 64x64: the most tiles any config gives, fewer than the SMs.
+    assert small.name == "64x64"
+    # The largest tile that still fills all 132 SMs once.
+    assert big.tiles(4096, 4096) >= H100.sm_count
+    assert all(c.block_m * c.block_n <= big.block_m * big.block_n
+               for c in spec.configs if c.tiles(4096, 4096) >= H100.sm_count)
+
+
+def test_config_heuristic_only_picks_configs_that_fit_the_arch():
+    tiny = replace(T4, smem_per_block_optin=24 * 1024)
+    cfg = registry.pick_config(registry.SM75_HGEMM, tiny, Problem(4096, 4096, 4096))
+    assert registry.SM75_HGEMM.smem_bytes(cfg) <= 24 * 1024
+
+
+def test_offline_archs_cover_every_kernel():
+    assert registry.offline_archs() == ["sm_75", "sm_80", "sm_90a"]
