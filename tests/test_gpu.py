@@ -104,3 +104,15 @@ def test_wrong_device_pairs_and_out_are_errors():
         zoo.mm(a, torch.randn(8, 8, dtype=torch.float16))
     with pytest.raises(zoo.ZooError, match=r"out must be a \(8, 8\) torch.float32"):
         zoo.mm(a, a, out_dtype=torch.float32, out=torch.empty(8, 8, device="cuda", dtype=torch.float16))
+
+
+def test_occupancy_model_matches_the_driver():
+    """`zoo build --check` predicts blocks per SM offline; the driver must agree on this GPU."""
+    from zoo import cuda, sass
+    idx = torch.cuda.current_device()
+    lim = gemm.device_limits(idx)
+    for spec, cfg in CASES:
+        fn = gemm.compiled(spec, cfg, "float32", idx)
+        attrs = cuda.function_attributes(fn)
+        model = sass.occupancy(lim, cfg.threads, attrs["registers"], fn.smem_bytes + attrs["static_smem"])
+        assert model.blocks_per_sm == cuda.max_active_blocks(fn, cfg.threads), (cfg.name, attrs, model)

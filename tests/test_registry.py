@@ -54,10 +54,17 @@ def test_config_heuristic_large_tiles_for_large_problems_small_for_small():
     assert big.block_m * big.block_n > small.block_m * small.block_n
     # 256x256 has 16 tiles of 64x64: the most tiles any config gives, fewer than the SMs.
     assert small.name == "64x64"
-    # The largest tile that still fills all 132 SMs once.
-    assert big.tiles(4096, 4096) >= H100.sm_count
-    assert all(c.block_m * c.block_n <= big.block_m * big.block_n
-               for c in spec.configs if c.tiles(4096, 4096) >= H100.sm_count)
+    # The first config of the file that fills every SM and keeps 8 warps resident.
+    assert big.name == "128x128" and big.tiles(4096, 4096) >= H100.sm_count
+    assert registry.resident_warps(spec, big, H100) >= registry.MIN_RESIDENT_WARPS
+
+
+def test_config_heuristic_follows_occupancy_on_a_t4():
+    spec = registry.SM75_HGEMM
+    # On a T4 two 128x128 blocks do not fit 64 KiB of shared memory: 4 warps per SM only,
+    # so the 8-warp 128x256 tile is taken.
+    assert registry.resident_warps(spec, spec.config("128x128"), T4) == 4
+    assert registry.pick_config(spec, T4, Problem(4096, 4096, 4096)).name == "128x256"
 
 
 def test_config_heuristic_only_picks_configs_that_fit_the_arch():

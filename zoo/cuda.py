@@ -318,6 +318,13 @@ def function_attributes(fn: Function) -> dict[str, int]:
     }
 
 
+def max_active_blocks(fn: Function, threads: int) -> int:
+    """The driver's occupancy: resident blocks per SM for `fn` with its dynamic smem."""
+    driver, _ = _bindings()
+    return int(_check(driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn.handle, threads, fn.smem_bytes),
+                      "cuOccupancyMaxActiveBlocksPerMultiprocessor", **fn.ctx))
+
+
 # ctypes types for kernel arguments, so callers never import cuda.bindings.
 POINTER = ctypes.c_void_p
 INT32 = ctypes.c_int

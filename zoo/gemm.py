@@ -120,6 +120,9 @@ def launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor
     """The launch path shared by every GEMM kernel: C(M,N) = A(M,K) @ B(K,N)."""
     m, k = a.shape
     n = b.shape[1]
+    grid = spec.grid(cfg, m, n)
+    if grid[0] > INT32_MAX:
+        raise ZooError(f"{m}x{n} needs {grid[0]} blocks of {cfg.block_m}x{cfg.block_n}; the grid allows {INT32_MAX}")
     fn = compiled(spec, cfg, _dtype_name(c.dtype), device_index)
     with torch.cuda.device(device_index):
         cuda.ensure_context(device_index)
@@ -127,4 +130,4 @@ def launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor
         args = [(a.data_ptr(), cuda.POINTER), (b.data_ptr(), cuda.POINTER), (c.data_ptr(), cuda.POINTER),
                 (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32),
                 (lda, cuda.INT32), (ldb, cuda.INT32), (max(c.stride(0), 1), cuda.INT32)]
-        fn.launch(spec.grid(cfg, m, n), (cfg.threads, 1, 1), args, stream)
+        fn.launch(grid, (cfg.threads, 1, 1), args, stream)

@@ -153,15 +153,27 @@ def eligible(cc: tuple[int, int], problem: Problem | None = None) -> list[Kernel
     return sorted(found, key=lambda k: (k.exact_cc or k.min_cc), reverse=True)
 
 
+MIN_RESIDENT_WARPS = 8  # fewer warps per SM leave the register-prefetch pipeline's latency exposed
+
+
+def resident_warps(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits) -> int:
+    """Warps per SM the config keeps resident, estimated before compiling: registers are
+    taken at the per-thread cap (the 64x64-warp-tile kernels use 230-250 of 255)."""
+    from .sass import occupancy
+    return occupancy(limits, cfg.threads, limits.max_regs_per_thread, spec.smem_bytes(cfg)).warps_per_sm
+
+
 def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem) -> cfgs.TileConfig:
-    """Heuristic: the largest block tile whose tile count still fills every SM once (big
-    tiles re-read less of A and B); when no config fills the GPU, the one with the most tiles."""
+    """The configs file lists configs best first (measured; NOTES.md). Take the first that
+    fits the arch, keeps at least MIN_RESIDENT_WARPS warps per SM and has a tile for every SM;
+    when none does (small problems), the valid config with the most tiles."""
     valid = [c for c in spec.configs if not cfgs.problems(c, spec, limits)]
     if not valid:
         raise ZooError(f"no config of {spec.name} fits {limits.part} ({limits.arch})")
-    filling = [c for c in valid if c.tiles(problem.m, problem.n) >= limits.sm_count]
-    if filling:
-        return max(filling, key=lambda c: (c.block_m * c.block_n, -c.threads))
+    for c in valid:
+        if (resident_warps(spec, c, limits) >= MIN_RESIDENT_WARPS
+                and c.tiles(problem.m, problem.n) >= limits.sm_count):
+            return c
     return max(valid, key=lambda c: (c.tiles(problem.m, problem.n), -c.block_m * c.block_n))
 
 

@@ -11,11 +11,9 @@
 //
 // Pipeline (Turing has no cp.async, so registers are the staging buffer):
 //   1. issue 128-bit global loads of K-tile k+1 into registers,
-//   2. run the warps' WMMA ops on K-tile k, already in shared-memory buffer k%2, with two
-//      fragment sets: fragments of k-step kk+1 load while the MMAs of kk run,
-//   3. before the last k-step's MMAs, store the registers into buffer (k+1)%2, cross the one
-//      __syncthreads of the K-tile and load tile k+1's first fragments, so no warp waits on
-//      shared memory after the barrier (the CUTLASS "pipelined" mainloop order).
+//   2. run the warps' WMMA ops on K-tile k, already in shared-memory buffer k%2,
+//   3. store the registers into buffer (k+1)%2; one __syncthreads per K-step.
+//   The loads of step 1 are in flight during all of step 2's math.
 // Bank conflicts: rows are padded by 16 bytes (WMMA reads strided rows, so no XOR swizzle),
 //   and the A store order interleaves rows r and r+4 so each quarter-warp covers all 32 banks.
 // Tails: loads past M/N/K are zero-filled, stores past M/N are skipped; misaligned or odd
@@ -48,7 +46,6 @@ constexpr int WARPS_M = BM / WARP_M, WARPS_N = BN / WARP_N;
 constexpr int THREADS = 32 * WARPS_M * WARPS_N;
 constexpr int FRAG = 16;  // WMMA m16n16k16: the shape Turing's HMMA.1688 pairs run fastest
 constexpr int FRAGS_M = WARP_M / FRAG, FRAGS_N = WARP_N / FRAG;
-constexpr int KW = BK / FRAG;  // warp-level k steps per K-tile
 
 constexpr int VEC = 8;                     // halfs per 128-bit access
 constexpr int PAD = 8;                     // 16 bytes per row: shifts consecutive rows by 4 banks
@@ -67,7 +64,6 @@ constexpr int A_PER_THREAD = A_CHUNKS / THREADS, B_PER_THREAD = B_CHUNKS / THREA
 static_assert(BM % WARP_M == 0 && BN % WARP_N == 0, "block tile must split into warp tiles");
 static_assert(WARP_M % FRAG == 0 && WARP_N % FRAG == 0 && BK % FRAG == 0, "tiles are WMMA multiples");
 static_assert(BK == 32 || BK == 64, "the A store order below is conflict-free for BK 32 or 64");
-static_assert(KW % 2 == 0, "fragment sets alternate per k step and must restart at set 0");
 static_assert(A_CHUNKS % THREADS == 0 && B_CHUNKS % THREADS == 0, "every thread loads whole chunks");
 static_assert(BN % (8 * VEC) == 0, "a quarter-warp stores one whole B row segment");
 static_assert(SMEM_BYTES == ZOO_SMEM_BYTES, "host smem formula (zoo/configs.py) disagrees with the kernel");
@@ -195,49 +191,37 @@ __device__ __forceinline__ void hgemm(const half* __restrict__ A, const half* __
 #pragma unroll
     for (int j = 0; j < FRAGS_N; ++j) wmma::fill_fragment(acc[i][j], 0.f);
 
-  using FragA = wmma::fragment<wmma::matrix_a, FRAG, FRAG, FRAG, half, wmma::row_major>;
-  using FragB = wmma::fragment<wmma::matrix_b, FRAG, FRAG, FRAG, half, wmma::row_major>;
-  FragA a_frag[2][FRAGS_M];  // two fragment sets: one feeds the MMAs while the other loads
-  FragB b_frag[2][FRAGS_N];
-  auto load_frags = [&](int set, int buf, int kk) {
-    const half* const a_warp = As + buf * A_STAGE + warp_m * WARP_M * A_LD + kk * FRAG;
-    const half* const b_warp = Bs + buf * B_STAGE + kk * FRAG * B_LD + warp_n * WARP_N;
-#pragma unroll
-    for (int i = 0; i < FRAGS_M; ++i) wmma::load_matrix_sync(a_frag[set][i], a_warp + i * FRAG * A_LD, A_LD);
-#pragma unroll
-    for (int j = 0; j < FRAGS_N; ++j) wmma::load_matrix_sync(b_frag[set][j], b_warp + j * FRAG, B_LD);
-  };
-
   const int k_tiles = zoo::ceil_div(K, BK);
   load_tile(0);
   store_tile(0);
   __syncthreads();
-  load_frags(0, 0, 0);
 
   for (int kt = 0; kt < k_tiles; ++kt) {
     const int buf = kt & 1;
     const bool has_next = kt + 1 < k_tiles;
-    if (has_next) load_tile((kt + 1) * BK);  // in flight during the MMAs of steps kk < KW-1
+    if (has_next) load_tile((kt + 1) * BK);  // in flight during the math below
 
+    const half* const a_warp = As + buf * A_STAGE + warp_m * WARP_M * A_LD;
+    const half* const b_warp = Bs + buf * B_STAGE + warp_n * WARP_N;
 #pragma unroll
-    for (int kk = 0; kk < KW; ++kk) {
-      const int set = kk & 1;  // KW is even, so set 0 always starts a K-tile
-      if (kk == KW - 1) {
-        // Stage the prefetched tile and cross the barrier before the last MMAs of this tile,
-        // so the next tile's first fragments load while those MMAs run. Buffer buf^1 was last
-        // read before the previous barrier.
-        if (has_next) store_tile(buf ^ 1);
-        __syncthreads();
-        if (has_next) load_frags(set ^ 1, buf ^ 1, 0);
-      } else {
-        load_frags(set ^ 1, buf, kk + 1);
-      }
+    for (int kk = 0; kk < BK; kk += FRAG) {
+      wmma::fragment<wmma::matrix_a, FRAG, FRAG, FRAG, half, wmma::row_major> a_frag[FRAGS_M];
+      wmma::fragment<wmma::matrix_b, FRAG, FRAG, FRAG, half, wmma::row_major> b_frag[FRAGS_N];
+#pragma unroll
+      for (int i = 0; i < FRAGS_M; ++i)
+        wmma::load_matrix_sync(a_frag[i], a_warp + i * FRAG * A_LD + kk, A_LD);
+#pragma unroll
+      for (int j = 0; j < FRAGS_N; ++j)
+        wmma::load_matrix_sync(b_frag[j], b_warp + kk * B_LD + j * FRAG, B_LD);
 #pragma unroll
       for (int i = 0; i < FRAGS_M; ++i)
 #pragma unroll
-        for (int j = 0; j < FRAGS_N; ++j)
-          wmma::mma_sync(acc[i][j], a_frag[set][i], b_frag[set][j], acc[i][j]);
+        for (int j = 0; j < FRAGS_N; ++j) wmma::mma_sync(acc[i][j], a_frag[i], b_frag[j], acc[i][j]);
     }
+
+    // Buffer buf^1 was last read in step kt-1, which the previous barrier closed.
+    if (has_next) store_tile(buf ^ 1);
+    __syncthreads();
   }
 
   // Epilogue: one 16-row strip of the warp tile at a time through the warp's own fp32
