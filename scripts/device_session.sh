@@ -6,6 +6,7 @@ set -u
 export PYTHONUNBUFFERED=1 ZOO_CACHE_DIR=${ZOO_CACHE_DIR:-/tmp/zoo-cache}
 OUT=${OUT:-/tmp/zoo-out}; mkdir -p "$OUT"
 cd "$(dirname "$0")/.."
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
 python3 -c "import torch, cuda.bindings; print('torch', torch.__version__, 'CUDA', torch.version.cuda, '| cuda-bindings', cuda.bindings.__version__)"
 bin/zoo info --json "$OUT/info.json"
