@@ -91,7 +91,7 @@ def _sm75_smem(c: cfgs.TileConfig) -> int:
     """Same formula as SMEM_BYTES in kernels/sm75/hgemm_wmma.cu (a static_assert ties them)."""
     pad = 8
     pipe = 2 * (c.block_m * (c.block_k + pad) + c.block_k * (c.block_n + pad)) * 2
-    epilogue = c.warps * 16 * (c.warp_n + 4) * 4
+    epilogue = c.warps * 16 * (c.warp_n + 8) * 4
     return max(pipe, epilogue)
 
 

@@ -54,7 +54,9 @@ constexpr int B_LD = BN + PAD;             // B tile in smem: [BK][BN + PAD]
 constexpr int A_STAGE = BM * A_LD;         // halfs per buffer
 constexpr int B_STAGE = BK * B_LD;
 constexpr int PIPE_BYTES = 2 * (A_STAGE + B_STAGE) * 2;
-constexpr int EPI_LD = WARP_N + 4;         // fp32 scratch row (padded) for one 16-row strip
+// fp32 scratch row for one 16-row strip; +8 words puts consecutive rows 8 banks apart, so the
+// accumulator stores (4 rows x 8 words per half-warp) hit 32 distinct banks.
+constexpr int EPI_LD = WARP_N + 8;
 constexpr int EPI_BYTES = (THREADS / 32) * FRAG * EPI_LD * 4;
 constexpr int SMEM_BYTES = zoo::cmax(PIPE_BYTES, EPI_BYTES);
 
@@ -241,9 +243,13 @@ __device__ __forceinline__ void hgemm(const half* __restrict__ A, const half* __
       const int r = c / CHUNKS_PER_ROW, col = (c % CHUNKS_PER_ROW) * VEC;
       const int gm = m0 + warp_m * WARP_M + i * FRAG + r;
       const int gn = n0 + warp_n * WARP_N + col;
-      float v[VEC];
-#pragma unroll
-      for (int e = 0; e < VEC; ++e) v[e] = scratch[r * EPI_LD + col + e];
+      // Each lane reads its 8 floats as two float4s; lanes 4-7 of each quarter-warp read
+      // the odd one first, so a quarter-warp's first read covers all 32 banks once.
+      const float4* const src = reinterpret_cast<const float4*>(scratch + r * EPI_LD + col);
+      const int swap = (lane >> 2) & 1;
+      const float4 first = src[swap], second = src[swap ^ 1];
+      const float4 lo = swap ? second : first, hi = swap ? first : second;
+      const float v[VEC] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
       if (gm >= M) continue;
       OutT* const dst = C + static_cast<long long>(gm) * ldc + gn;
       if (c_vec && gn + VEC <= N) {
