@@ -127,15 +127,16 @@ def cmd_build(args) -> int:
     problem = registry.Problem(args.m, args.n, args.k)
     table = Table(title=f"zoo build --arch {args.arch} ({limits.part}: {limits.sm_count} SMs, "
                         f"{limits.smem_per_sm // 1024} KiB smem/SM, {limits.regs_per_sm // 1024}K regs/SM)")
-    cols = ["kernel", "config", "entry", "regs", "smem/block", "local"]
+    cols = ["kernel", "config", "C", "regs", "smem/block", "local"]
     if args.check:
-        cols += ["SASS signature", "blocks/SM", "warps/SM", "limited by", f"waves {args.m}x{args.n}", "verdict"]
+        cols += ["SASS", "blocks/SM", "warps/SM", "limited by", f"waves {args.m}x{args.n}", "verdict"]
     for col in cols:
-        table.add_column(col, justify="right" if col in ("regs", "smem/block", "local", "blocks/SM", "warps/SM") else "left")
+        table.add_column(col, justify="right" if col in ("regs", "smem/block", "local", "blocks/SM", "warps/SM") else "left",
+                         no_wrap=col in ("kernel", "config", "SASS", "limited by"))
     payload = []
     for r in reports:
         for e in r.entries:
-            row = [r.kernel, r.config.name, e.function, str(e.resources.registers),
+            row = [r.kernel, r.config.name, e.out_dtype.replace("float", "fp"), str(e.resources.registers),
                    f"{(r.smem_bytes + e.resources.static_smem) / 1024:.1f} KiB", f"{e.resources.local_bytes} B"]
             tiles = r.config.tiles(problem.m, problem.n)
             if args.check:
@@ -145,7 +146,7 @@ def cmd_build(args) -> int:
                         "[green]ok[/]" if e.ok else "[red]FAIL[/]"]
                 failures += 0 if e.ok else 1
             table.add_row(*row)
-            payload.append({"kernel": r.kernel, "config": r.config.name, "arch": r.arch, "entry": e.function,
+            payload.append({"kernel": r.kernel, "config": r.config.name, "arch": r.arch, "entry": e.function, "out_dtype": e.out_dtype,
                             "registers": e.resources.registers, "smem_bytes": r.smem_bytes + e.resources.static_smem,
                             "local_bytes": e.resources.local_bytes, "sass_found": e.signature.found,
                             "problems": list(e.problems), "blocks_per_sm": e.occupancy.blocks_per_sm,
