@@ -1,6 +1,8 @@
 """The per-arch offline matrix: every kernel x config compiles under NVRTC for each arch it
 targets, its SASS has the instructions that define it, no local memory, and it fits the
 arch's budget. Select one arch with `pytest -k sm_75` (bin/test loops over all)."""
+import shutil
+import subprocess
 from dataclasses import replace
 
 import pytest
@@ -64,3 +66,14 @@ def test_occupancy_follows_the_limits():
     # 64x64: 96 registers -> 384 per warp-unit rounding to 3072 per warp, 5 blocks by registers.
     assert sass.occupancy(h100, 128, 96, 19456).by_resource["registers"] == 5
     assert sass.occupancy(replace(t4, max_regs_per_thread=255), 128, 300, 1024).blocks_per_sm == 0
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH (the host launchers are an nvcc-only part)")
+def test_host_launchers_build_as_a_shared_library_with_nvcc(tmp_path):
+    """The .cu's host part (outside NVRTC): extern "C" launchers using the error-check macro."""
+    so = tmp_path / "libzoo_sm75.so"
+    proc = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_75", f"-I{cuda.KERNELS_DIR}", "-Xcompiler", "-fPIC",
+                           "-shared", str(registry.SM75_HGEMM.source), "-o", str(so)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    symbols = subprocess.run(["nm", "-D", str(so)], capture_output=True, text=True).stdout
+    assert " T zoo_hgemm_sm75\n" in symbols and " T zoo_hgemm_sm75_half\n" in symbols

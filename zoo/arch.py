@@ -27,6 +27,8 @@ class ArchLimits:
     reg_alloc_unit: int = 256    # registers are allocated per warp in units of 256
     smem_alloc_unit: int = 128   # bytes; shared memory granularity per block
     sm_clock_mhz: int = 0
+    mem_clock_mhz: int = 0
+    mem_bus_bits: int = 0
     source: str = "table"        # "table" (offline) or "device"
 
     @property
@@ -80,4 +82,5 @@ def from_device(device_index: int = 0) -> ArchLimits:
         smem_reserved_per_block=a["smem_reserved_per_block"], regs_per_sm=a["regs_per_sm"],
         regs_per_block=a["regs_per_block"], max_regs_per_thread=255,
         max_threads_per_sm=a["max_threads_per_sm"], max_blocks_per_sm=a["max_blocks_per_sm"],
-        l2_bytes=a["l2_bytes"], sm_clock_mhz=a["sm_clock_khz"] // 1000, source="device")
+        l2_bytes=a["l2_bytes"], sm_clock_mhz=a["sm_clock_khz"] // 1000,
+        mem_clock_mhz=a["mem_clock_khz"] // 1000, mem_bus_bits=a["mem_bus_bits"], source="device")

@@ -15,8 +15,9 @@ from rich.table import Table
 from . import __version__, arch, registry
 from .cuda import ZooError
 
-console = Console()
-err_console = Console(stderr=True)
+# Logs and pipes get wide tables rather than rich's 80-column default.
+console = Console(width=None if sys.stdout.isatty() else 160)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
 
 EXIT_OK, EXIT_FAIL, EXIT_NO_GPU = 0, 1, 2
 
@@ -87,6 +88,7 @@ def cmd_info(args) -> int:
         "max threads per SM": lim.max_threads_per_sm,
         "L2 cache": f"{lim.l2_bytes / 2**20:.0f} MiB",
         "SM clock (max)": f"{lim.sm_clock_mhz} MHz",
+        "memory": f"{lim.mem_bus_bits}-bit at {lim.mem_clock_mhz} MHz",
     }
     try:
         spec, cfg = registry.select(lim, problem)

@@ -116,8 +116,9 @@ def _included_sources(path: Path, seen: dict[Path, bytes] | None = None) -> dict
 
 
 def cache_dir() -> Path:
-    root = os.environ.get("ZOO_CACHE_DIR") or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "zoo"
-    return Path(root)
+    if os.environ.get("ZOO_CACHE_DIR"):
+        return Path(os.environ["ZOO_CACHE_DIR"])
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "zoo"
 
 
 @dataclass(frozen=True)
@@ -144,8 +145,9 @@ def compile_cubin(source: Path, arch: str, defines: dict[str, int | str] | None 
     options += [f"-D{k}={v}" for k, v in sorted((defines or {}).items())]
     version = nvrtc_version()
 
+    sources = _included_sources(Path(source).resolve())
     digest = hashlib.sha256(CACHE_FORMAT)
-    for path, text in sorted(_included_sources(Path(source).resolve()).items()):
+    for path, text in sorted(sources.items()):
         digest.update(path.name.encode())
         digest.update(hashlib.sha256(text).digest())
     # Include paths are checkout-specific; what they point at is hashed above or pinned here.
@@ -159,8 +161,8 @@ def compile_cubin(source: Path, arch: str, defines: dict[str, int | str] | None 
         if image is not None:
             return Cubin(image, arch, key, True)
 
-    src = Path(source).read_bytes()
-    prog = _check(nvrtc.nvrtcCreateProgram(src, str(Path(source).name).encode(), 0, [], []),
+    src = sources[Path(source).resolve()]
+    prog = _check(nvrtc.nvrtcCreateProgram(src, Path(source).name.encode(), 0, [], []),
                   "nvrtcCreateProgram", **ctx)
     try:
         opts = [o.encode() for o in options]

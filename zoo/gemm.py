@@ -66,7 +66,7 @@ def _check_out(out: torch.Tensor, m: int, n: int, dtype: torch.dtype, device) ->
     if tuple(out.shape) != (m, n) or out.dtype != dtype or out.device != device:
         raise ZooError(f"out must be a ({m}, {n}) {dtype} tensor on {device}, got "
                        f"{tuple(out.shape)} {out.dtype} on {out.device}")
-    if n > 1 and (out.stride(1) != 1 or out.stride(0) < n) or out.stride(0) > INT32_MAX:
+    if (n > 1 and out.stride(1) != 1) or (m > 1 and out.stride(0) < n) or out.stride(0) > INT32_MAX:
         raise ZooError(f"out must have unit column stride and non-overlapping rows, got strides {out.stride()}")
 
 

@@ -44,7 +44,7 @@ constexpr int BM = ZOO_BM, BN = ZOO_BN, BK = ZOO_BK;
 constexpr int WARP_M = ZOO_WARP_M, WARP_N = ZOO_WARP_N;
 constexpr int WARPS_M = BM / WARP_M, WARPS_N = BN / WARP_N;
 constexpr int THREADS = 32 * WARPS_M * WARPS_N;
-constexpr int FRAG = 16;  // WMMA m16n16k16: the shape Turing's HMMA.1688 pairs run fastest
+constexpr int FRAG = 16;  // WMMA m16n16k16: 4 HMMA.1688 on sm_75, 2 HMMA.16816 on sm_80+
 constexpr int FRAGS_M = WARP_M / FRAG, FRAGS_N = WARP_N / FRAG;
 
 constexpr int VEC = 8;                     // halfs per 128-bit access
@@ -68,11 +68,11 @@ static_assert(WARP_M % FRAG == 0 && WARP_N % FRAG == 0 && BK % FRAG == 0, "tiles
 static_assert(BK == 32 || BK == 64, "the A store order below is conflict-free for BK 32 or 64");
 static_assert(A_CHUNKS % THREADS == 0 && B_CHUNKS % THREADS == 0, "every thread loads whole chunks");
 static_assert(BN % (8 * VEC) == 0, "a quarter-warp stores one whole B row segment");
-static_assert(SMEM_BYTES == ZOO_SMEM_BYTES, "host smem formula (zoo/configs.py) disagrees with the kernel");
+static_assert(SMEM_BYTES == ZOO_SMEM_BYTES, "host smem formula (zoo/registry.py) disagrees with the kernel");
 
-// Row and column (in halfs) of A chunk c. With BK = 32 a row is 4 chunks; chunks 0-3 of a
-// quarter-warp go to row r and 4-7 to row r + 4, whose 80-byte stride puts them 20 banks x 4
-// apart: together the 8 stores cover 32 distinct banks. With BK = 64 one row is one quarter-warp.
+// Row and column (in halfs) of A chunk c. With BK = 32 a row is 4 chunks (64 bytes, 16 banks);
+// a quarter-warp stores rows r and r + 4, which start 4 x 80 bytes = 16 banks apart, so its 8
+// 16-byte stores cover all 32 banks once. With BK = 64 one row is one quarter-warp.
 __device__ __forceinline__ void a_chunk_coords(int c, int& row, int& col) {
   constexpr int PER_ROW = BK / VEC;
   if (PER_ROW == 4) {
@@ -285,8 +285,12 @@ template <typename OutT, typename Kernel>
 static int zoo_launch_sm75(Kernel kernel, const half* A, const half* B, OutT* C, int M, int N,
                            int K, cudaStream_t stream) {
   if (M <= 0 || N <= 0 || K <= 0) return static_cast<int>(cudaErrorInvalidValue);
-  ZOO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      zoo_sm75::SMEM_BYTES));
+  static bool smem_set = false;  // once per kernel, not on every launch (current device)
+  if (!smem_set) {
+    ZOO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        zoo_sm75::SMEM_BYTES));
+    smem_set = true;
+  }
   const int blocks = zoo::ceil_div(M, zoo_sm75::BM) * zoo::ceil_div(N, zoo_sm75::BN);
   kernel<<<blocks, zoo_sm75::THREADS, zoo_sm75::SMEM_BYTES, stream>>>(A, B, C, M, N, K, K, N, N);
   ZOO_CUDA_CHECK(cudaGetLastError());
