@@ -10,7 +10,7 @@ import torch
 from zoo import bench, configs, gemm, registry
 
 BASE = registry.SM75_HGEMM
-TILES = [(128, 128, 32, 64, 64), (128, 256, 32, 64, 64)]
+TILES = [(128, 128, 32, 64, 64), (128, 128, 64, 64, 64), (128, 256, 64, 64, 64)]
 size = int(sys.argv[1])
 od = torch.float32 if sys.argv[2] == "fp32" else torch.float16
 variants = [BASE] + [dataclasses.replace(BASE, name=Path(p).stem, source=Path(p).resolve()) for p in sys.argv[3:]]
