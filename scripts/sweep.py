@@ -1,6 +1,6 @@
-"""Tile sweep for the sm_75 kernel on the device: verify and time each candidate (source
-variant x tile config) side by side with torch.mm. Development tool; results go to NOTES.md.
-usage: sweep.py SIZE fp16|fp32 [variant.cu ...]"""
+"""Config sweep on the device: verify and time each (source variant x tile config) of one
+kernel side by side with torch.mm. Development tool; results go to NOTES.md.
+usage: sweep.py KERNEL SIZE DTYPE OUT_DTYPE [variant.cu ...]   e.g. sweep.py sm80_gemm_mma 4096 fp16 fp16"""
 import dataclasses
 import sys
 from pathlib import Path
@@ -9,26 +9,31 @@ import torch
 
 from zoo import bench, configs, gemm, registry
 
-BASE = registry.SM75_HGEMM
-TILES = [(128, 128, 32, 64, 64), (128, 128, 64, 64, 64), (128, 256, 64, 64, 64)]
-size = int(sys.argv[1])
-od = torch.float32 if sys.argv[2] == "fp32" else torch.float16
-variants = [BASE] + [dataclasses.replace(BASE, name=Path(p).stem, source=Path(p).resolve()) for p in sys.argv[3:]]
+EXTRA = {  # tiles tried beyond the configs file: (block_m, block_n, block_k, warp_m, warp_n, stages)
+    "sm75_hgemm_wmma": [(128, 128, 64, 64, 64, 2)],
+    "sm80_gemm_mma": [(128, 256, 32, 64, 64, 3), (256, 128, 32, 64, 64, 3), (128, 128, 32, 64, 32, 3)],
+}
+DT = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
+base = registry.kernel(sys.argv[1])
+size, dtype, od = int(sys.argv[2]), DT[sys.argv[3]], DT[sys.argv[4]]
+variants = [base] + [dataclasses.replace(base, name=Path(p).stem, source=Path(p).resolve()) for p in sys.argv[5:]]
+tiles = list(base.configs) + [configs.TileConfig(f"{bm}x{bn}x{bk}/w{wm}x{wn}/s{st}", bm, bn, bk, wm, wn, st,
+                                                 32 * (bm // wm) * (bn // wn))
+                              for bm, bn, bk, wm, wn, st in EXTRA.get(base.name, [])]
 dev = torch.cuda.current_device()
 lim = gemm.device_limits(dev)
 sets = bench.rotation_sets(2 * 2 * size * size, lim.l2_bytes)
-inputs = [(torch.randn(size, size, device="cuda", dtype=torch.float16),
-           torch.randn(size, size, device="cuda", dtype=torch.float16)) for _ in range(sets)]
+inputs = [(torch.randn(size, size, device="cuda", dtype=dtype), torch.randn(size, size, device="cuda", dtype=dtype))
+          for _ in range(sets)]
 outs = [torch.empty(size, size, device="cuda", dtype=od) for _ in range(2)]
 fns = {"torch.mm": lambda i: bench.torch_mm(*inputs[i], od)}
 for spec in variants:
-    for bm, bn, bk, wm, wn in TILES:
-        cfg = configs.TileConfig(f"{bm}x{bn}x{bk}/w{wm}x{wn}", bm, bn, bk, wm, wn, 2, 32 * (bm // wm) * (bn // wn))
+    for cfg in tiles:
         if configs.problems(cfg, spec, lim):
             continue
-        for (m, n, k) in [(1000, 1500, 777), (size, size, size)]:
-            a = torch.randn(m, k, device="cuda", dtype=torch.float16)
-            b = torch.randn(k, n, device="cuda", dtype=torch.float16)
+        for (m, n, k) in [(1000, 1500, 776), (size, size, size)]:
+            a = torch.randn(m, k, device="cuda", dtype=dtype)
+            b = torch.randn(k, n, device="cuda", dtype=dtype)
             c = torch.full((m, n), float("nan"), device="cuda", dtype=od)
             gemm.launch(spec, cfg, dev, a, b, c, k, n)
             chk = bench.verify(a, b, c)
@@ -38,7 +43,7 @@ for spec in variants:
             s, c, dev, inputs[i][0], inputs[i][1], outs[i % 2], size, size))(spec, cfg)
 t = bench.time_side_by_side(fns, sets, 10, 60)
 ref = t["torch.mm"].median_ms
-print(f"{size}^3 fp16 -> {od}, {lim.part}")
+print(f"{size}^3 {sys.argv[3]} -> {sys.argv[4]}, {lim.part}")
 for name, tm in t.items():
-    print(f"{name:40s} {tm.median_ms:8.4f} ms {tm.tflops(2 * size**3):7.1f} TFLOP/s "
+    print(f"{name:44s} {tm.median_ms:8.4f} ms {tm.tflops(2 * size**3):7.1f} TFLOP/s "
           f"{100 * ref / tm.median_ms:6.1f}% spread {100 * tm.spread:.1f}%")

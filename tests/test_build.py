@@ -32,11 +32,25 @@ def test_compiles_with_its_signature_and_fits(target, spec, cfg):
 def test_sm75_kernel_sass_is_tensor_core_with_wide_loads(target):
     spec = registry.SM75_HGEMM
     cubin = cuda.compile_cubin(spec.source, target, spec.defines(spec.config("128x128")))
-    ops = sass.opcode_counts(sass.function_sass(cubin.image, spec.entry["float16"]))
+    ops = sass.opcode_counts(sass.function_sass(cubin.image, spec.entry[("float16", "float16")]))
     assert any(op.startswith("HMMA") for op in ops)
     assert any(op.startswith("LDG.E.128") for op in ops)
     assert any(op.startswith("LDSM") for op in ops), "WMMA loads should be ldmatrix on sm_75+"
     assert not any(op.startswith(("LDGSTS", "LDL", "STL")) for op in ops)
+
+
+@pytest.mark.parametrize("target", registry.SM80_GEMM.offline_archs)
+def test_sm80_kernel_sass_is_cp_async_ldmatrix_mma(target):
+    spec = registry.SM80_GEMM
+    cubin = cuda.compile_cubin(spec.source, target, spec.defines(spec.config("128x256")))
+    f16 = sass.opcode_counts(sass.function_sass(cubin.image, spec.entry[("float16", "float16")]))
+    bf16 = sass.opcode_counts(sass.function_sass(cubin.image, spec.entry[("bfloat16", "float32")]))
+    assert any(op.startswith("LDGSTS.E.BYPASS") and ".128" in op for op in f16), "16-byte cp.async.cg"
+    assert "LDSM.16.M88.4" in f16 and "LDSM.16.MT88.4" in f16, "ldmatrix.x4 and .x4.trans"
+    assert any(op.startswith("HMMA.16816.F32") and "BF16" not in op for op in f16)
+    assert any(op.startswith("HMMA.16816.F32.BF16") for op in bf16)
+    # One barrier per K-step in the main loop (plus prologue and epilogue).
+    assert f16.get("BAR.SYNC.DEFER_BLOCKING", 0) <= 4
 
 
 def test_a_kernel_whose_smem_formula_disagrees_fails_to_compile(cache_dir):

@@ -19,18 +19,21 @@ OUT = [torch.float16, torch.float32]
 
 
 def eligible():
+    """(kernel, config, input dtype, output dtype) for every config of every kernel this GPU
+    runs, in every dtype pair the kernel computes."""
     if not torch.cuda.is_available():
         return []
     lim = gemm.device_limits(torch.cuda.current_device())
-    return [(k, c) for k in registry.eligible(lim.cc) for c in k.configs
-            if not configs.problems(c, k, lim)]
+    return [(k, c, getattr(torch, i), getattr(torch, o)) for k in registry.eligible(lim.cc)
+            for c in k.configs if not configs.problems(c, k, lim) for i, o in k.entry]
 
 
-CASES = eligible() or [(None, None)]
+CASES = eligible() or [(None, None, None, None)]
+CASE_IDS = [f"{k.name}-{c.name}-{i}-{o}".replace("torch.", "") if k else "none" for k, c, i, o in CASES]
 
 
-def rand(*shape, gen):
-    return torch.randn(*shape, device="cuda", dtype=torch.float16, generator=gen)
+def rand(*shape, gen, dtype=torch.float16):
+    return torch.randn(*shape, device="cuda", dtype=dtype, generator=gen)
 
 
 def check(a, b, out_dtype, **kw):
@@ -42,12 +45,29 @@ def check(a, b, out_dtype, **kw):
     return res
 
 
-@pytest.mark.parametrize("spec, cfg", CASES, ids=[f"{k.name}-{c.name}" if k else "none" for k, c in CASES])
-@pytest.mark.parametrize("out_dtype", OUT, ids=["fp16out", "fp32out"])
-def test_every_config_every_shape(spec, cfg, out_dtype):
-    gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(f"{cfg.name}{out_dtype}".encode()))
+@pytest.mark.parametrize("spec, cfg, dtype, out_dtype", CASES, ids=CASE_IDS)
+def test_every_config_every_shape(spec, cfg, dtype, out_dtype):
+    gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(f"{spec.name}{cfg.name}{dtype}{out_dtype}".encode()))
     for m, n, k in SHAPES:
-        check(rand(m, k, gen=gen), rand(k, n, gen=gen), out_dtype, kernel=spec.name, config=cfg.name)
+        check(rand(m, k, gen=gen, dtype=dtype), rand(k, n, gen=gen, dtype=dtype), out_dtype,
+              kernel=spec.name, config=cfg.name)
+
+
+KERNELS = list({c[0].name: c[0] for c in CASES if c[0]}.values()) or [None]
+
+
+@pytest.mark.parametrize("spec", KERNELS, ids=lambda k: k.name if k else "none")
+def test_strided_and_offset_inputs_every_kernel(spec):
+    """Strided, transposed and misaligned views: read in place or copied, never wrong."""
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    for dtype in (getattr(torch, d) for d in spec.dtypes):
+        base_a, base_b = rand(300, 520, gen=gen, dtype=dtype), rand(520, 400, gen=gen, dtype=dtype)
+        views = [(base_a[:, 3:260], base_b[3:260, :]), (base_a[1:, 1:258], base_b[1:258, 1:]),
+                 (rand(257, 300, gen=gen, dtype=dtype).t(), rand(129, 257, gen=gen, dtype=dtype).t()),
+                 (base_a[::2, :136], base_b[:136, ::2])]
+        for a, b in views:
+            for od in (dtype, torch.float32):
+                check(a, b, od, kernel=spec.name)
 
 
 @pytest.mark.parametrize("out_dtype", OUT, ids=["fp16out", "fp32out"])
@@ -111,8 +131,8 @@ def test_occupancy_model_matches_the_driver():
     from zoo import cuda, sass
     idx = torch.cuda.current_device()
     lim = gemm.device_limits(idx)
-    for spec, cfg in CASES:
-        fn = gemm.compiled(spec, cfg, "float32", idx)
+    for spec, cfg in {(c[0].name, c[1].name): c[:2] for c in CASES}.values():
+        fn = gemm.compiled(spec, cfg, "float16", "float32", idx)
         attrs = cuda.function_attributes(fn)
         model = sass.occupancy(lim, cfg.threads, attrs["registers"], fn.smem_bytes + attrs["static_smem"])
         assert model.blocks_per_sm == cuda.max_active_blocks(fn, cfg.threads), (cfg.name, attrs, model)

@@ -13,7 +13,7 @@ H = torch.float16
     (torch.ones(2, 3, dtype=H), torch.ones(3, dtype=H), {}, "b must be 2-D, got 1-D"),
     (torch.ones(2, 3, dtype=H), torch.ones(4, 5, dtype=H), {}, r"a's K=3 must equal b's K=4"),
     (torch.ones(2, 3, dtype=H), torch.ones(3, 5), {}, "must share a dtype"),
-    (torch.ones(2, 3, dtype=torch.float64), torch.ones(3, 5, dtype=torch.float64), {}, "float64 is not supported"),
+    (torch.ones(2, 3, dtype=torch.float64), torch.ones(3, 5, dtype=torch.float64), {}, "float64 is not supported: the zoo's kernels take torch.float16 or torch.bfloat16"),
     (torch.ones(2, 3, dtype=H), torch.ones(3, 5, dtype=H), {}, "must be CUDA tensors, got device cpu"),
 ])
 def test_bad_inputs_raise_clear_errors(a, b, kwargs, message):
@@ -23,7 +23,7 @@ def test_bad_inputs_raise_clear_errors(a, b, kwargs, message):
 
 def test_bad_out_dtype():
     a, b = torch.ones(2, 3, dtype=H), torch.ones(3, 5, dtype=H)
-    with pytest.raises(zoo.ZooError, match="out_dtype must be torch.float16 or torch.float32"):
+    with pytest.raises(zoo.ZooError, match=r"out_dtype must be torch.float16 \(the input dtype\) or torch.float32"):
         zoo.gemm.check_inputs(a, b, torch.bfloat16)
 
 

@@ -14,13 +14,26 @@ def limits_for(cc):
     return replace(H100, cc=cc, arch=arch.device_arch(cc))
 
 
-@pytest.mark.parametrize("cc", [(7, 5), (8, 0), (8, 6), (8, 9), (9, 0), (10, 0), (12, 0)])
-def test_every_supported_cc_gets_a_kernel(cc):
+@pytest.mark.parametrize("cc, expected", [
+    ((7, 5), "sm75_hgemm_wmma"),
+    # mma.sync + cp.async on Ampere, Ada, and (until the sm_90a kernel lands) Hopper; Blackwell
+    # runs mma.sync but not wgmma.
+    ((8, 0), "sm80_gemm_mma"), ((8, 6), "sm80_gemm_mma"), ((8, 9), "sm80_gemm_mma"),
+    ((9, 0), "sm80_gemm_mma"), ((10, 0), "sm80_gemm_mma"), ((12, 0), "sm80_gemm_mma"),
+])
+def test_every_supported_cc_gets_its_kernel(cc, expected):
     spec, cfg = registry.select(limits_for(cc), Problem(4096, 4096, 4096))
-    assert spec.runs_on(cc)
-    # Until the sm_80 / sm_90a kernels exist, the sm_75 kernel runs everywhere.
-    assert spec.name == "sm75_hgemm_wmma"
+    assert spec.runs_on(cc) and spec.name == expected
     assert cfg in spec.configs
+
+
+def test_bf16_needs_ampere():
+    spec, _ = registry.select(limits_for((8, 6)), Problem(512, 512, 512, "bfloat16", "float32"))
+    assert spec.name == "sm80_gemm_mma"
+    with pytest.raises(ZooError, match="no kernel for bfloat16 -> bfloat16 on CC 7.5"):
+        registry.select(limits_for((7, 5)), Problem(512, 512, 512, "bfloat16", "bfloat16"))
+    with pytest.raises(ZooError, match="sm75_hgemm_wmma computes float16 -> float16, float16 -> float32, not bfloat16"):
+        registry.select(limits_for((9, 0)), Problem(64, 64, 64, "bfloat16", "bfloat16"), kernel_name="sm75_hgemm_wmma")
 
 
 @pytest.mark.parametrize("cc", [(7, 0), (6, 1), (5, 2)])
@@ -42,13 +55,13 @@ def test_unknown_kernel_and_config_name_the_alternatives():
         registry.select(H100, Problem(64, 64, 64), config_name="huge")
 
 
-def test_unsupported_dtype_has_no_kernel():
-    with pytest.raises(ZooError, match="no kernel for bfloat16"):
-        registry.select(H100, Problem(64, 64, 64, dtype="bfloat16", out_dtype="bfloat16"))
+def test_unsupported_dtype_pair_has_no_kernel():
+    with pytest.raises(ZooError, match="no kernel for float16 -> bfloat16"):
+        registry.select(H100, Problem(64, 64, 64, dtype="float16", out_dtype="bfloat16"))
 
 
 def test_config_heuristic_large_tiles_for_large_problems_small_for_small():
-    spec = registry.SM75_HGEMM
+    spec = registry.SM75_HGEMM  # the sm_75 kernel on an H100, as `--kernel sm75_hgemm_wmma` runs it
     big = registry.pick_config(spec, H100, Problem(4096, 4096, 4096))
     small = registry.pick_config(spec, H100, Problem(256, 256, 4096))
     assert big.block_m * big.block_n > small.block_m * small.block_n
@@ -75,3 +88,11 @@ def test_config_heuristic_only_picks_configs_that_fit_the_arch():
 
 def test_offline_archs_cover_every_kernel():
     assert registry.offline_archs() == ["sm_75", "sm_80", "sm_90a"]
+
+
+def test_sm80_configs_by_problem_size():
+    spec = registry.SM80_GEMM
+    a100 = arch.offline("sm_80")
+    for lim in (a100, H100):
+        assert registry.pick_config(spec, lim, Problem(4096, 4096, 4096)).name == "128x256"
+    assert registry.pick_config(spec, H100, Problem(256, 256, 4096)).name == "64x64"

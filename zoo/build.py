@@ -16,7 +16,7 @@ from .registry import KernelSpec
 @dataclass(frozen=True)
 class EntryReport:
     function: str
-    out_dtype: str
+    dtypes: str          # "fp16->fp32"
     resources: sass.Resources
     signature: sass.SignatureResult
     occupancy: sass.Occupancy
@@ -46,7 +46,8 @@ def build_and_check(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits) 
     smem = spec.smem_bytes(cfg)
     cubin = cuda.compile_cubin(spec.source, limits.arch, spec.defines(cfg), kernel=spec.name, config=cfg.name)
     entries = []
-    for out_dtype, function in spec.entry.items():
+    for (in_dtype, out_dtype), function in spec.entry.items():
+        dtypes = f"{in_dtype}->{out_dtype}".replace("bfloat", "bf").replace("float", "fp")
         res = sass.resources(cubin.image, function)
         sig = sass.check_signature(sass.function_sass(cubin.image, function), spec.sass_required, spec.sass_forbidden)
         occ = sass.occupancy(limits, cfg.threads, res.registers, smem + res.static_smem)
@@ -57,5 +58,5 @@ def build_and_check(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits) 
             problems.append(f"{res.registers} registers > {limits.max_regs_per_thread}")
         if occ.blocks_per_sm < 1:
             problems.append(f"no block fits an SM ({occ.limiter})")
-        entries.append(EntryReport(function, out_dtype, res, sig, occ, tuple(problems)))
+        entries.append(EntryReport(function, dtypes, res, sig, occ, tuple(problems)))
     return BuildReport(spec.name, cfg, limits.arch, smem, tuple(entries), cubin.from_cache)

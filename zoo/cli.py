@@ -55,9 +55,9 @@ def cmd_list(args) -> int:
     for k in registry.KERNELS:
         names = ", ".join(c.name for c in k.configs)
         table.add_row(k.name, k.eligible_ccs(), ", ".join(k.offline_archs),
-                      f"{'/'.join(k.dtypes)} -> {'/'.join(k.out_dtypes)}", ", ".join(k.layouts), names, k.description)
+                      ", ".join(f"{i}->{o}" for i, o in k.entry), ", ".join(k.layouts), names, k.description)
         rows.append({"kernel": k.name, "eligible_cc": k.eligible_ccs(), "offline_archs": k.offline_archs,
-                     "dtypes": k.dtypes, "out_dtypes": k.out_dtypes, "layouts": k.layouts,
+                     "dtypes": [list(pair) for pair in k.entry], "layouts": k.layouts,
                      "configs": [asdict(c) for c in k.configs]})
     if args.json != "-":
         console.print(table)
@@ -129,16 +129,16 @@ def cmd_build(args) -> int:
     problem = registry.Problem(args.m, args.n, args.k)
     table = Table(title=f"zoo build --arch {args.arch} ({limits.part}: {limits.sm_count} SMs, "
                         f"{limits.smem_per_sm // 1024} KiB smem/SM, {limits.regs_per_sm // 1024}K regs/SM)")
-    cols = ["kernel", "config", "C", "regs", "smem/block", "local"]
+    cols = ["kernel", "config", "dtypes", "regs", "smem/block", "local"]
     if args.check:
         cols += ["SASS", "blocks/SM", "warps/SM", "limited by", f"waves {args.m}x{args.n}", "verdict"]
     for col in cols:
         table.add_column(col, justify="right" if col in ("regs", "smem/block", "local", "blocks/SM", "warps/SM") else "left",
-                         no_wrap=col in ("kernel", "config", "SASS", "limited by"))
+                         no_wrap=col in ("kernel", "config", "dtypes", "SASS", "limited by"))
     payload = []
     for r in reports:
         for e in r.entries:
-            row = [r.kernel, r.config.name, e.out_dtype.replace("float", "fp"), str(e.resources.registers),
+            row = [r.kernel, r.config.name, e.dtypes, str(e.resources.registers),
                    f"{(r.smem_bytes + e.resources.static_smem) / 1024:.1f} KiB", f"{e.resources.local_bytes} B"]
             tiles = r.config.tiles(problem.m, problem.n)
             if args.check:
@@ -148,7 +148,7 @@ def cmd_build(args) -> int:
                         "[green]ok[/]" if e.ok else "[red]FAIL[/]"]
                 failures += 0 if e.ok else 1
             table.add_row(*row)
-            payload.append({"kernel": r.kernel, "config": r.config.name, "arch": r.arch, "entry": e.function, "out_dtype": e.out_dtype,
+            payload.append({"kernel": r.kernel, "config": r.config.name, "arch": r.arch, "entry": e.function, "dtypes": e.dtypes,
                             "registers": e.resources.registers, "smem_bytes": r.smem_bytes + e.resources.static_smem,
                             "local_bytes": e.resources.local_bytes, "sass_found": e.signature.found,
                             "problems": list(e.problems), "blocks_per_sm": e.occupancy.blocks_per_sm,
@@ -164,7 +164,20 @@ def cmd_build(args) -> int:
 
 # ----------------------------------------------------------------------------- run
 
-DTYPES = {"fp16": "float16", "fp32": "float32"}
+DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
+
+
+def _run_candidates(args, lim, problem):
+    """(kernel, config) pairs to run: the automatic or named choice, or with --all-kernels
+    every kernel eligible on this GPU for the dtypes, each with its own config choice."""
+    if not args.all_kernels:
+        return [registry.select(lim, problem, kernel_name=args.kernel, config_name=args.config)]
+    specs = registry.eligible(lim.cc, problem)
+    if not specs:
+        raise ZooError(f"no kernel computes {problem.dtype} -> {problem.out_dtype} on CC {lim.cc[0]}.{lim.cc[1]}")
+    return [registry.select(lim, problem, kernel_name=k.name,
+                            config_name=args.config if args.config in {c.name for c in k.configs} else None)
+            for k in specs]
 
 
 def cmd_run(args) -> int:
@@ -177,61 +190,69 @@ def cmd_run(args) -> int:
     if min(args.m, args.n, args.k) < 1:
         err_console.print(f"zoo run: -m, -n and -k must be >= 1, got {args.m}, {args.n}, {args.k}")
         return EXIT_FAIL
+    out_name = args.out_dtype or args.dtype
+    if out_name not in (args.dtype, "fp32"):
+        err_console.print(f"zoo run: --out-dtype must be {args.dtype} (the input dtype) or fp32, got {out_name}")
+        return EXIT_FAIL
     idx = torch.cuda.current_device()
     lim = device_limits(idx)
-    out_dtype = getattr(torch, DTYPES[args.out_dtype])
-    problem = registry.Problem(args.m, args.n, args.k, "float16", DTYPES[args.out_dtype])
-    spec, cfg = registry.select(lim, problem, kernel_name=args.kernel, config_name=args.config)
-    console.print(f"[bold]{lim.part}[/] (CC {lim.cc[0]}.{lim.cc[1]}, {lim.sm_count} SMs): "
-                  f"{spec.name} / {cfg.name} ({cfg.describe()}) for {args.m}x{args.n}x{args.k} "
-                  f"fp16 -> {args.out_dtype}")
-
-    with console.status(f"compiling {spec.name} / {cfg.name} for {spec.compile_arch(lim.cc)} (NVRTC, cached)"):
-        compiled(spec, cfg, problem.out_dtype, idx)
+    dtype, out_dtype = getattr(torch, DTYPES[args.dtype]), getattr(torch, DTYPES[out_name])
+    problem = registry.Problem(args.m, args.n, args.k, DTYPES[args.dtype], DTYPES[out_name])
+    what = f"{args.m}x{args.n}x{args.k} {args.dtype} -> {out_name}"
+    candidates = _run_candidates(args, lim, problem)
+    console.print(f"[bold]{lim.part}[/] (CC {lim.cc[0]}.{lim.cc[1]}, {lim.sm_count} SMs), {what}:")
+    for spec, cfg in candidates:
+        with console.status(f"compiling {spec.name} / {cfg.name} for {spec.compile_arch(lim.cc)} (NVRTC, cached)"):
+            compiled(spec, cfg, problem.dtype, problem.out_dtype, idx)
+        console.print(f"  {spec.name} / {cfg.name} ({cfg.describe()})")
 
     gen = torch.Generator(device="cuda").manual_seed(args.seed)
-    a = torch.randn(args.m, args.k, device="cuda", dtype=torch.float16, generator=gen)
-    b = torch.randn(args.k, args.n, device="cuda", dtype=torch.float16, generator=gen)
-    out = torch.full((args.m, args.n), float("nan"), device="cuda", dtype=out_dtype)
-    mm(a, b, out=out, kernel=spec.name, config=cfg.name)
-    check = bench.verify(a, b, out)
-    console.print(f"verify vs float64: {check.describe()}")
+    a = torch.randn(args.m, args.k, device="cuda", dtype=dtype, generator=gen)
+    b = torch.randn(args.k, args.n, device="cuda", dtype=dtype, generator=gen)
+    checks = {}
+    for spec, cfg in candidates:
+        out = torch.full((args.m, args.n), float("nan"), device="cuda", dtype=out_dtype)
+        mm(a, b, out=out, kernel=spec.name, config=cfg.name)
+        checks[spec.name] = bench.verify(a, b, out)
+        console.print(f"verify {spec.name} vs float64: {checks[spec.name].describe()}")
 
-    bytes_per_set = (args.m * args.k + args.k * args.n) * 2
-    sets = bench.rotation_sets(bytes_per_set, lim.l2_bytes)
+    sets = bench.rotation_sets((args.m * args.k + args.k * args.n) * a.element_size(), lim.l2_bytes)
     inputs = [(a, b)] + [(torch.randn_like(a), torch.randn_like(b)) for _ in range(sets - 1)]
     outs = [torch.empty(args.m, args.n, device="cuda", dtype=out_dtype) for _ in range(2)]
-    fns = {
-        "torch.mm": lambda i: bench.torch_mm(*inputs[i], out_dtype),
-        spec.name: lambda i: mm(*inputs[i], out=outs[i % 2], kernel=spec.name, config=cfg.name),
-    }
+    fns = {"torch.mm": lambda i: bench.torch_mm(*inputs[i], out_dtype)}
+    for spec, cfg in candidates:
+        fns[spec.name] = (lambda s, c: lambda i: mm(*inputs[i], out=outs[i % 2], kernel=s, config=c))(spec.name, cfg.name)
     with Progress(TextColumn("timing"), BarColumn(), MofNCompleteColumn(), console=err_console,
                   transient=True) as progress:
         task = progress.add_task("timing", total=args.iters)
         timings = bench.time_side_by_side(fns, sets, args.warmup, args.iters,
                                           progress=lambda i: progress.update(task, completed=i))
     ref_tflops = timings["torch.mm"].tflops(problem.flops)
-    table = Table(title=f"{args.m}x{args.n}x{args.k} fp16 -> {args.out_dtype} on {lim.part} "
-                        f"(median of {args.iters}, {sets} rotating input sets)")
+    table = Table(title=f"{what} on {lim.part} (median of {args.iters}, {sets} rotating input sets)")
     for col in ("kernel", "config", "ms", "TFLOP/s", "% of torch.mm", "spread (IQR)", "verified"):
-        table.add_column(col, justify="left" if col in ("kernel", "config") else "right")
+        table.add_column(col, justify="left" if col in ("kernel", "config") else "right", no_wrap=True)
+    configs = {spec.name: cfg.name for spec, cfg in candidates}
     rows = []
     for name, t in timings.items():
         is_ref = name == "torch.mm"
         pct = 100 * t.tflops(problem.flops) / ref_tflops
-        table.add_row(name, "cuBLAS" if is_ref else cfg.name, f"{t.median_ms:.4f}",
+        ok = None if is_ref else checks[name].ok
+        table.add_row(name, "cuBLAS" if is_ref else configs[name], f"{t.median_ms:.4f}",
                       f"{t.tflops(problem.flops):.1f}", f"{pct:.1f}%", f"{100 * t.spread:.1f}%",
-                      "ref" if is_ref else ("[green]yes[/]" if check.ok else "[red]NO[/]"))
-        rows.append({"kernel": name, "config": None if is_ref else cfg.name, "median_ms": t.median_ms,
-                     "tflops": t.tflops(problem.flops), "pct_of_torch": pct, "spread": t.spread})
+                      "ref" if is_ref else ("[green]yes[/]" if ok else "[red]NO[/]"))
+        rows.append({"kernel": name, "config": None if is_ref else configs[name], "median_ms": t.median_ms,
+                     "tflops": t.tflops(problem.flops), "pct_of_torch": pct, "spread": t.spread,
+                     "verify": None if is_ref else asdict(checks[name])})
     console.print(table)
+    first_spec, first_cfg = candidates[0]
     _write_json(args.json, {
         "device": lim.part, "cc": f"{lim.cc[0]}.{lim.cc[1]}", "date": datetime.date.today().isoformat(),
-        "torch": torch.__version__, "m": args.m, "n": args.n, "k": args.k, "out_dtype": args.out_dtype,
-        "kernel": spec.name, "config": cfg.name, "iters": args.iters, "warmup": args.warmup,
-        "rotating_sets": sets, "verify": asdict(check), "results": rows})
-    if not check.ok:
-        err_console.print("[bold red]verification failed[/]: the kernel's result is wrong")
+        "torch": torch.__version__, "m": args.m, "n": args.n, "k": args.k, "dtype": args.dtype,
+        "out_dtype": out_name, "kernel": first_spec.name, "config": first_cfg.name, "iters": args.iters,
+        "warmup": args.warmup, "rotating_sets": sets, "results": rows})
+    failed = [name for name, c in checks.items() if not c.ok]
+    if failed:
+        err_console.print(f"[bold red]verification failed[/] for {', '.join(failed)}: the result is wrong")
         return EXIT_FAIL
     return EXIT_OK
 
@@ -268,8 +289,11 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("-m", type=int, default=4096)
     s.add_argument("-n", type=int, default=4096)
     s.add_argument("-k", type=int, default=4096)
-    s.add_argument("--out-dtype", choices=tuple(DTYPES), default="fp16")
+    s.add_argument("--dtype", choices=("fp16", "bf16"), default="fp16", help="input dtype (fp16)")
+    s.add_argument("--out-dtype", choices=tuple(DTYPES), help="output dtype: the input dtype (default) or fp32")
     s.add_argument("--kernel", help="run this kernel instead of the automatic choice")
+    s.add_argument("--all-kernels", action="store_true",
+                   help="every kernel eligible on this GPU, side by side with torch.mm in one table")
     s.add_argument("--config", help="run this config instead of the automatic choice")
     s.add_argument("--warmup", type=int, default=10)
     s.add_argument("--iters", type=int, default=100)

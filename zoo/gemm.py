@@ -12,7 +12,9 @@ from .cuda import ZooError
 from .registry import KernelSpec, Problem
 
 DTYPE_NAMES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32"}
+INPUT_DTYPES = (torch.float16, torch.bfloat16)
 INT32_MAX = 2**31 - 1
+ALIGN = 8  # elements: 16 bytes of a 16-bit dtype
 
 
 @functools.lru_cache(maxsize=None)
@@ -36,11 +38,11 @@ def check_inputs(a, b, out_dtype) -> torch.dtype:
                        f"(a's K={a.shape[1]} must equal b's K={b.shape[0]})")
     if a.dtype != b.dtype:
         raise ZooError(f"a and b must share a dtype, got {a.dtype} and {b.dtype}")
-    if a.dtype != torch.float16:
-        raise ZooError(f"dtype {a.dtype} is not supported yet: the zoo's kernels take torch.float16")
+    if a.dtype not in INPUT_DTYPES:
+        raise ZooError(f"dtype {a.dtype} is not supported: the zoo's kernels take torch.float16 or torch.bfloat16")
     out_dtype = a.dtype if out_dtype is None else out_dtype
-    if out_dtype not in (torch.float16, torch.float32):
-        raise ZooError(f"out_dtype must be torch.float16 or torch.float32, got {out_dtype}")
+    if out_dtype not in (a.dtype, torch.float32):
+        raise ZooError(f"out_dtype must be {a.dtype} (the input dtype) or torch.float32, got {out_dtype}")
     if a.device != b.device:
         raise ZooError(f"a and b are on different devices: {a.device} and {b.device}")
     if a.device.type != "cuda":
@@ -50,14 +52,21 @@ def check_inputs(a, b, out_dtype) -> torch.dtype:
     return out_dtype
 
 
-def _row_major(t: torch.Tensor) -> tuple[torch.Tensor, int]:
-    """A view the kernels can read directly (unit column stride, row stride >= cols, int32),
-    or a contiguous copy; returns it with its row stride in elements."""
+def _row_major(t: torch.Tensor, aligned: bool) -> tuple[torch.Tensor, int]:
+    """A view the kernel can read in place (unit column stride, row stride >= cols and within
+    int32, and for `aligned` kernels 16-byte-aligned rows), or a copy that is; returns it with
+    its row stride in elements. Aligned copies pad rows to a multiple of 8 elements."""
     rows, cols = t.shape
-    if t.stride(1) == 1 and (rows == 1 or t.stride(0) >= cols) and t.stride(0) <= INT32_MAX:
-        return t, max(t.stride(0), 1)
-    t = t.contiguous()
-    return t, cols
+    ld = max(t.stride(0), 1)
+    readable = t.stride(1) == 1 and (rows == 1 or ld >= cols) and ld <= INT32_MAX
+    if readable and (not aligned or (ld % ALIGN == 0 and t.data_ptr() % 16 == 0)):
+        return t, ld
+    if not aligned:
+        return t.contiguous(), cols
+    ld = -(-cols // ALIGN) * ALIGN
+    padded = torch.zeros((rows, ld), dtype=t.dtype, device=t.device)
+    padded[:, :cols] = t
+    return padded, ld
 
 
 def _check_out(out: torch.Tensor, m: int, n: int, dtype: torch.dtype, device) -> None:
@@ -75,8 +84,8 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None
        out: torch.Tensor | None = None) -> torch.Tensor:
     """C = a @ b on the GPU with the best kernel of the zoo for the device (or the one named).
 
-    a: (M, K) and b: (K, N) CUDA float16 tensors, any strides. Returns (M, N) in float16, or
-    float32 with out_dtype=torch.float32; FP32 accumulation in both. `out`, if given, is
+    a: (M, K) and b: (K, N) CUDA float16 or bfloat16 tensors, any strides. Returns (M, N) in
+    the input dtype, or float32 with out_dtype=torch.float32; FP32 accumulation in both. `out`, if given, is
     written and returned (row-major, unit column stride).
     """
     out_dtype = check_inputs(a, b, out_dtype if out is None or out_dtype else out.dtype)
@@ -90,8 +99,8 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None
     limits = device_limits(device_index)
     problem = Problem(m, n, k, _dtype_name(a.dtype), _dtype_name(out_dtype))
     spec, cfg = registry.select(limits, problem, kernel_name=kernel, config_name=config)
-    a, lda = _row_major(a)
-    b, ldb = _row_major(b)
+    a, lda = _row_major(a, spec.aligned_rows)
+    b, ldb = _row_major(b, spec.aligned_rows)
     c = torch.empty((m, n), dtype=out_dtype, device=a.device) if out is None else out
     launch(spec, cfg, device_index, a, b, c, lda, ldb)
     return c
@@ -100,16 +109,17 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None
 _loaded: dict[tuple, cuda.Function] = {}
 
 
-def compiled(spec: KernelSpec, cfg: TileConfig, out_dtype: str, device_index: int) -> cuda.Function:
-    """The loaded function for (kernel, config, out dtype) on a device, compiled for its arch
-    on first use (disk cache across processes, this dict within one)."""
-    key = (spec.name, cfg, out_dtype, device_index)
+def compiled(spec: KernelSpec, cfg: TileConfig, dtype: str, out_dtype: str,
+             device_index: int) -> cuda.Function:
+    """The loaded function for (kernel, config, dtypes) on a device, compiled for its arch on
+    first use (disk cache across processes, this dict within one)."""
+    key = (spec.name, cfg, dtype, out_dtype, device_index)
     if key in _loaded:
         return _loaded[key]
     limits = device_limits(device_index)
     cubin = cuda.compile_cubin(spec.source, spec.compile_arch(limits.cc), spec.defines(cfg),
                                kernel=spec.name, config=cfg.name)
-    fn = cuda.load_function(device_index, cubin, spec.entry[out_dtype], spec.smem_bytes(cfg),
+    fn = cuda.load_function(device_index, cubin, spec.entry[(dtype, out_dtype)], spec.smem_bytes(cfg),
                             kernel=spec.name, config=cfg.name)
     _loaded[key] = fn
     return fn
@@ -123,7 +133,7 @@ def launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor
     grid = spec.grid(cfg, m, n)
     if grid[0] > INT32_MAX:
         raise ZooError(f"{m}x{n} needs {grid[0]} blocks of {cfg.block_m}x{cfg.block_n}; the grid allows {INT32_MAX}")
-    fn = compiled(spec, cfg, _dtype_name(c.dtype), device_index)
+    fn = compiled(spec, cfg, _dtype_name(a.dtype), _dtype_name(c.dtype), device_index)
     with torch.cuda.device(device_index):
         cuda.ensure_context(device_index)
         stream = torch.cuda.current_stream(device_index).cuda_stream

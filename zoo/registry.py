@@ -8,7 +8,7 @@ it. `select(limits, problem)` picks the best eligible kernel and config.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -41,10 +41,9 @@ class KernelSpec:
     exact_cc: tuple[int, int] | None     # arch-specific code (sm_90a) runs on one CC only
     arch_specific: bool                  # compile for sm_XYa instead of sm_XY
     offline_archs: tuple[str, ...]       # targets `zoo build --arch` compiles it for
-    dtypes: tuple[str, ...]
-    out_dtypes: tuple[str, ...]
-    layouts: tuple[str, ...]             # "rowmajor x rowmajor" for A (M,K) @ B (K,N)
-    entry: dict[str, str]                # out dtype -> extern "C" function name
+    layouts: tuple[str, ...]             # "row x row": A (M,K) and B (K,N) both row-major
+    entry: dict[tuple[str, str], str]    # (input dtype, output dtype) -> extern "C" name
+    aligned_rows: bool                   # needs 16-byte-aligned rows (cp.async, TMA); else copied
     mma_shape: tuple[int, int, int]
     stages: tuple[int, ...]
     smem_bytes: Callable[[cfgs.TileConfig], int]
@@ -52,7 +51,17 @@ class KernelSpec:
     sass_required: tuple[tuple[str, str], ...]   # (regex, what it proves)
     sass_forbidden: tuple[tuple[str, str], ...]
     description: str = ""
-    defines_extra: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(i for i, _ in self.entry))
+
+    @property
+    def out_dtypes(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(o for _, o in self.entry))
+
+    def supports(self, problem: "Problem") -> bool:
+        return (problem.dtype, problem.out_dtype) in self.entry
 
     @functools.cached_property
     def configs(self) -> tuple[cfgs.TileConfig, ...]:
@@ -78,8 +87,8 @@ class KernelSpec:
 
     def defines(self, c: cfgs.TileConfig) -> dict[str, int]:
         return {"ZOO_BM": c.block_m, "ZOO_BN": c.block_n, "ZOO_BK": c.block_k,
-                "ZOO_WARP_M": c.warp_m, "ZOO_WARP_N": c.warp_n, "ZOO_GROUP_M": c.group_m,
-                "ZOO_SMEM_BYTES": self.smem_bytes(c), **self.defines_extra}
+                "ZOO_WARP_M": c.warp_m, "ZOO_WARP_N": c.warp_n, "ZOO_STAGES": c.stages,
+                "ZOO_GROUP_M": c.group_m, "ZOO_SMEM_BYTES": self.smem_bytes(c)}
 
     def grid(self, c: cfgs.TileConfig, m: int, n: int) -> tuple[int, int, int]:
         return (c.tiles(m, n), 1, 1)
@@ -112,10 +121,10 @@ SM75_HGEMM = KernelSpec(
     source=KERNELS_DIR / "sm75" / "hgemm_wmma.cu",
     config_file=cfgs.CONFIGS_DIR / "sm75_hgemm_wmma.yaml",
     min_cc=(7, 5), exact_cc=None, arch_specific=False,
-    offline_archs=("sm_75", "sm_80", "sm_90a"),
-    dtypes=("float16",), out_dtypes=("float16", "float32"), layouts=("row x row",),
-    entry={"float16": "zoo_hgemm_sm75_f16out", "float32": "zoo_hgemm_sm75_f32out"},
-    mma_shape=(16, 16, 16), stages=(2,),
+    offline_archs=("sm_75", "sm_80", "sm_90a"), layouts=("row x row",),
+    entry={("float16", "float16"): "zoo_hgemm_sm75_f16out",
+           ("float16", "float32"): "zoo_hgemm_sm75_f32out"},
+    aligned_rows=False, mma_shape=(16, 16, 16), stages=(2,),
     smem_bytes=_sm75_smem, rules=_sm75_rules,
     sass_required=((r"\bHMMA\.", "HMMA"),
                    (r"\bLDG\.E\.128\b", "LDG.128")),
@@ -124,7 +133,45 @@ SM75_HGEMM = KernelSpec(
     description="FP16 WMMA m16n16k16, register-prefetch double buffer, padded smem",
 )
 
-KERNELS: tuple[KernelSpec, ...] = (SM75_HGEMM,)
+# ----------------------------------------------------------------------------- sm_80
+
+def _sm80_smem(c: cfgs.TileConfig) -> int:
+    """Same formula as SMEM_BYTES in kernels/sm80/gemm_mma_multistage.cu."""
+    pipe = c.stages * (c.block_m * c.block_k + c.block_k * c.block_n) * 2
+    epilogue = c.warps * 16 * (c.warp_n + 8) * 4
+    return max(pipe, epilogue)
+
+
+def _sm80_rules(c: cfgs.TileConfig) -> list[str]:
+    out = []
+    if c.block_k not in (32, 64):
+        out.append(f"block_k {c.block_k} must be 32 or 64 (64- or 128-byte swizzled A rows)")
+    if c.block_n % 64:
+        out.append(f"block_n {c.block_n} must be a multiple of 64 (whole 128-byte B rows)")
+    for name, rows, cols in (("A", c.block_m, c.block_k), ("B", c.block_k, c.block_n)):
+        if (rows * cols // 8) % c.threads:
+            out.append(f"the {name} tile's {rows * cols // 8} 16-byte chunks do not split evenly over {c.threads} threads")
+    return out
+
+
+SM80_GEMM = KernelSpec(
+    name="sm80_gemm_mma",
+    source=KERNELS_DIR / "sm80" / "gemm_mma_multistage.cu",
+    config_file=cfgs.CONFIGS_DIR / "sm80_gemm_mma.yaml",
+    min_cc=(8, 0), exact_cc=None, arch_specific=False,
+    offline_archs=("sm_80", "sm_90a"), layouts=("row x row",),
+    entry={("float16", "float16"): "zoo_gemm_sm80_f16_f16out",
+           ("float16", "float32"): "zoo_gemm_sm80_f16_f32out",
+           ("bfloat16", "bfloat16"): "zoo_gemm_sm80_bf16_bf16out",
+           ("bfloat16", "float32"): "zoo_gemm_sm80_bf16_f32out"},
+    aligned_rows=True, mma_shape=(16, 16, 16), stages=(3, 4),
+    smem_bytes=_sm80_smem, rules=_sm80_rules,
+    sass_required=((r"\bLDGSTS\b", "LDGSTS"), (r"\bLDSM\b", "LDSM"), (r"\bHMMA\.16816", "HMMA.16816")),
+    sass_forbidden=((r"\b(LDL|STL)\b", "LDL/STL (local memory)"),),
+    description="cp.async multistage ring, ldmatrix + mma.sync m16n8k16, XOR-swizzled smem",
+)
+
+KERNELS: tuple[KernelSpec, ...] = (SM75_HGEMM, SM80_GEMM)
 
 
 def offline_archs() -> list[str]:
@@ -148,8 +195,7 @@ def check_cc(cc: tuple[int, int]) -> None:
 def eligible(cc: tuple[int, int], problem: Problem | None = None) -> list[KernelSpec]:
     """Kernels that run on `cc` (and support the problem's dtypes), newest arch first."""
     check_cc(cc)
-    found = [k for k in KERNELS if k.runs_on(cc)
-             and (problem is None or (problem.dtype in k.dtypes and problem.out_dtype in k.out_dtypes))]
+    found = [k for k in KERNELS if k.runs_on(cc) and (problem is None or k.supports(problem))]
     return sorted(found, key=lambda k: (k.exact_cc or k.min_cc), reverse=True)
 
 
@@ -186,9 +232,9 @@ def select(limits: ArchLimits, problem: Problem, *, kernel_name: str | None = No
         if not spec.runs_on(limits.cc):
             raise ZooError(f"{spec.name} runs on CC {spec.eligible_ccs()}; this device is "
                            f"{limits.cc[0]}.{limits.cc[1]} ({limits.part})")
-        if problem.dtype not in spec.dtypes or problem.out_dtype not in spec.out_dtypes:
-            raise ZooError(f"{spec.name} takes {'/'.join(spec.dtypes)} in and "
-                           f"{'/'.join(spec.out_dtypes)} out, not {problem.dtype} -> {problem.out_dtype}")
+        if not spec.supports(problem):
+            pairs = ", ".join(f"{i} -> {o}" for i, o in spec.entry)
+            raise ZooError(f"{spec.name} computes {pairs}, not {problem.dtype} -> {problem.out_dtype}")
     else:
         candidates = eligible(limits.cc, problem)
         if not candidates:

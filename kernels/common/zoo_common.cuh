@@ -2,6 +2,9 @@
 // CUDA error-check macro for builds outside NVRTC (nvcc, ctypes exports).
 #pragma once
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #ifndef __CUDACC_RTC__
 #include <cstdint>
 #include <cstdio>
@@ -35,6 +38,67 @@ __device__ __forceinline__ void grouped_tile(int pid, int tiles_m, int tiles_n, 
   const int rows = min(tiles_m - first_m, group_m);
   tile_m = first_m + (pid % per_group) % rows;
   tile_n = (pid % per_group) / rows;
+}
+
+// ---- Epilogue: FP32 accumulators to C (fp16, bf16 or fp32), through shared memory.
+
+constexpr int EPI_ROWS = 16;  // a warp writes its tile one 16-row strip at a time
+
+// Row stride (floats) of a warp's fp32 strip: +8 words puts consecutive rows 8 banks apart,
+// so accumulator stores of 4 rows x 8 words per half-warp hit 32 distinct banks.
+__host__ __device__ constexpr int epi_ld(int warp_n) { return warp_n + 8; }
+
+__device__ __forceinline__ void store8(float* p, const float* v) {
+  *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+  *reinterpret_cast<float4*>(p + 4) = make_float4(v[4], v[5], v[6], v[7]);
+}
+__device__ __forceinline__ void store8(half* p, const float* v) {
+  int4 packed;
+  half2* h2 = reinterpret_cast<half2*>(&packed);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) h2[e] = __floats2half2_rn(v[2 * e], v[2 * e + 1]);
+  *reinterpret_cast<int4*>(p) = packed;
+}
+__device__ __forceinline__ void store8(__nv_bfloat16* p, const float* v) {
+  int4 packed;
+  __nv_bfloat162* h2 = reinterpret_cast<__nv_bfloat162*>(&packed);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) h2[e] = __floats2bfloat162_rn(v[2 * e], v[2 * e + 1]);
+  *reinterpret_cast<int4*>(p) = packed;
+}
+__device__ __forceinline__ void store1(float* p, float v) { *p = v; }
+__device__ __forceinline__ void store1(half* p, float v) { *p = __float2half_rn(v); }
+__device__ __forceinline__ void store1(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
+
+// Copies one warp's 16 x WARP_N fp32 strip (shared memory, row stride epi_ld(WARP_N)) to C at
+// (gm0, gn0): 8 outputs per lane-step, 128-bit stores where C's rows are 16-byte aligned,
+// element stores at the N edge, nothing past M or N. Call between two __syncwarp()s.
+template <int WARP_N, typename OutT>
+__device__ __forceinline__ void store_strip(const float* strip, int lane, OutT* C, long long ldc,
+                                            int gm0, int gn0, int M, int N, bool c_vec) {
+  constexpr int LD = epi_ld(WARP_N), CHUNKS_PER_ROW = WARP_N / 8;
+  static_assert((EPI_ROWS * CHUNKS_PER_ROW) % 32 == 0, "every lane takes the same number of chunks");
+#pragma unroll
+  for (int c = lane; c < EPI_ROWS * CHUNKS_PER_ROW; c += 32) {
+    const int r = c / CHUNKS_PER_ROW, col = (c % CHUNKS_PER_ROW) * 8;
+    // Each lane reads its 8 floats as two float4s; lanes 4-7 of each quarter-warp read the
+    // odd one first, so a quarter-warp's first read covers all 32 banks once.
+    const float4* const src = reinterpret_cast<const float4*>(strip + r * LD + col);
+    const int swap = (lane >> 2) & 1;
+    const float4 first = src[swap], second = src[swap ^ 1];
+    const float4 lo = swap ? second : first, hi = swap ? first : second;
+    const float v[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+    const int gm = gm0 + r, gn = gn0 + col;
+    if (gm >= M) continue;
+    OutT* const dst = C + static_cast<long long>(gm) * ldc + gn;
+    if (c_vec && gn + 8 <= N) {
+      store8(dst, v);
+    } else {
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        if (gn + e < N) store1(dst + e, v[e]);
+    }
+  }
 }
 
 }  // namespace zoo

@@ -33,6 +33,7 @@
 #define ZOO_BK 32
 #define ZOO_WARP_M 64
 #define ZOO_WARP_N 64
+#define ZOO_STAGES 2
 #define ZOO_GROUP_M 8
 #define ZOO_SMEM_BYTES 37888
 #endif
@@ -54,10 +55,8 @@ constexpr int B_LD = BN + PAD;             // B tile in smem: [BK][BN + PAD]
 constexpr int A_STAGE = BM * A_LD;         // halfs per buffer
 constexpr int B_STAGE = BK * B_LD;
 constexpr int PIPE_BYTES = 2 * (A_STAGE + B_STAGE) * 2;
-// fp32 scratch row for one 16-row strip; +8 words puts consecutive rows 8 banks apart, so the
-// accumulator stores (4 rows x 8 words per half-warp) hit 32 distinct banks.
-constexpr int EPI_LD = WARP_N + 8;
-constexpr int EPI_BYTES = (THREADS / 32) * FRAG * EPI_LD * 4;
+constexpr int EPI_LD = zoo::epi_ld(WARP_N);  // fp32 strip per warp for the epilogue
+constexpr int EPI_BYTES = (THREADS / 32) * zoo::EPI_ROWS * EPI_LD * 4;
 constexpr int SMEM_BYTES = zoo::cmax(PIPE_BYTES, EPI_BYTES);
 
 constexpr int A_CHUNKS = BM * BK / VEC, B_CHUNKS = BK * BN / VEC;
@@ -68,6 +67,7 @@ static_assert(WARP_M % FRAG == 0 && WARP_N % FRAG == 0 && BK % FRAG == 0, "tiles
 static_assert(BK == 32 || BK == 64, "the A store order below is conflict-free for BK 32 or 64");
 static_assert(A_CHUNKS % THREADS == 0 && B_CHUNKS % THREADS == 0, "every thread loads whole chunks");
 static_assert(BN % (8 * VEC) == 0, "a quarter-warp stores one whole B row segment");
+static_assert(ZOO_STAGES == 2, "registers + two shared-memory buffers: the pipeline has 2 stages");
 static_assert(SMEM_BYTES == ZOO_SMEM_BYTES, "host smem formula (zoo/registry.py) disagrees with the kernel");
 
 // Row and column (in halfs) of A chunk c. With BK = 32 a row is 4 chunks (64 bytes, 16 banks);
@@ -99,20 +99,6 @@ __device__ __forceinline__ int4 load_chunk(const half* __restrict__ base, long l
   }
   return out;
 }
-
-__device__ __forceinline__ void store_out(float* p, const float* v) {
-  *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
-  *reinterpret_cast<float4*>(p + 4) = make_float4(v[4], v[5], v[6], v[7]);
-}
-__device__ __forceinline__ void store_out(half* p, const float* v) {
-  int4 packed;
-  half2* h2 = reinterpret_cast<half2*>(&packed);
-#pragma unroll
-  for (int e = 0; e < 4; ++e) h2[e] = __floats2half2_rn(v[2 * e], v[2 * e + 1]);
-  *reinterpret_cast<int4*>(p) = packed;
-}
-__device__ __forceinline__ void store_scalar(float* p, float v) { *p = v; }
-__device__ __forceinline__ void store_scalar(half* p, float v) { *p = __float2half_rn(v); }
 
 template <typename OutT>
 __device__ __forceinline__ void hgemm(const half* __restrict__ A, const half* __restrict__ B,
@@ -228,38 +214,16 @@ __device__ __forceinline__ void hgemm(const half* __restrict__ A, const half* __
 
   // Epilogue: one 16-row strip of the warp tile at a time through the warp's own fp32
   // scratch (the pipeline buffers are free after the last barrier), then 128-bit stores.
-  float* const scratch = reinterpret_cast<float*>(smem) + warp * FRAG * EPI_LD;
-  const int lane = threadIdx.x % 32;
+  float* const scratch = reinterpret_cast<float*>(smem) + warp * zoo::EPI_ROWS * EPI_LD;
   const bool c_vec = (reinterpret_cast<uintptr_t>(C) % 16 == 0) && (ldc % VEC == 0);
-  constexpr int CHUNKS_PER_ROW = WARP_N / VEC;
 #pragma unroll
   for (int i = 0; i < FRAGS_M; ++i) {
 #pragma unroll
     for (int j = 0; j < FRAGS_N; ++j)
       wmma::store_matrix_sync(scratch + j * FRAG, acc[i][j], EPI_LD, wmma::mem_row_major);
     __syncwarp();
-#pragma unroll
-    for (int c = lane; c < FRAG * CHUNKS_PER_ROW; c += 32) {
-      const int r = c / CHUNKS_PER_ROW, col = (c % CHUNKS_PER_ROW) * VEC;
-      const int gm = m0 + warp_m * WARP_M + i * FRAG + r;
-      const int gn = n0 + warp_n * WARP_N + col;
-      // Each lane reads its 8 floats as two float4s; lanes 4-7 of each quarter-warp read
-      // the odd one first, so a quarter-warp's first read covers all 32 banks once.
-      const float4* const src = reinterpret_cast<const float4*>(scratch + r * EPI_LD + col);
-      const int swap = (lane >> 2) & 1;
-      const float4 first = src[swap], second = src[swap ^ 1];
-      const float4 lo = swap ? second : first, hi = swap ? first : second;
-      const float v[VEC] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-      if (gm >= M) continue;
-      OutT* const dst = C + static_cast<long long>(gm) * ldc + gn;
-      if (c_vec && gn + VEC <= N) {
-        store_out(dst, v);
-      } else {
-#pragma unroll
-        for (int e = 0; e < VEC; ++e)
-          if (gn + e < N) store_scalar(dst + e, v[e]);
-      }
-    }
+    zoo::store_strip<WARP_N>(scratch, threadIdx.x % 32, C, ldc, m0 + warp_m * WARP_M + i * FRAG,
+                             n0 + warp_n * WARP_N, M, N, c_vec);
     __syncwarp();
   }
 }

@@ -1,0 +1,260 @@
+// gemm_mma_multistage.cu: the zoo's Ampere kernel, a cp.async multistage tensor-core GEMM.
+//
+//   C[M,N] = A[M,K] @ B[K,N]; A and B row-major fp16 or bf16 (row strides lda, ldb, multiples
+//   of 8 elements, 16-byte-aligned bases: the host copies other inputs), C row-major (ldc) in
+//   the input dtype or fp32. FP32 accumulation. Any M, N, K >= 1.
+//   Entry points: zoo_gemm_sm80_{f16,bf16}_{f16,bf16,f32}out (input dtype, output dtype).
+//   Runs on CC >= 8.0 (cp.async, ldmatrix, mma.sync m16n8k16); compiled per config by NVRTC
+//   (zoo/cuda.py) with the tile shape and STAGES as -D defines.
+//
+// Launch: 1-D grid of ceil(M/BM)*ceil(N/BN) blocks in grouped (L2-friendly) order, THREADS
+//   threads, ZOO_SMEM_BYTES of dynamic shared memory (checked here against the host formula).
+//
+// Pipeline (CUTLASS "multistage"): a ring of STAGES shared-memory buffers filled by 16-byte
+//   cp.async.cg copies, one commit group per K-tile. The prologue fills STAGES-1 tiles; each
+//   K-step then issues the copies of tile k+STAGES-1 and computes tile k, waiting only until
+//   tile k+1 has landed (cp.async.wait_group STAGES-2) at its single __syncthreads. Warp
+//   fragments are double-buffered: ldmatrix for k-step kk+1 runs under the MMAs of kk, and the
+//   next tile's first fragments load right after the barrier, under the last MMAs of this one.
+// Shared memory: no padding; 16-byte chunks are XOR-swizzled within each 128-byte line, so
+//   both the cp.async writes and the 8-row ldmatrix reads hit 32 distinct banks.
+// Tails: cp.async with src-size < 16 zero-fills past M, N and K; stores past M, N are skipped.
+//
+// Run it: zoo run --auto-arch on CC 8.x-12.x, or zoo run --kernel sm80_gemm_mma (README.md)
+
+#include "common/zoo_common.cuh"
+
+#ifndef ZOO_BM
+#define ZOO_BM 128
+#define ZOO_BN 256
+#define ZOO_BK 32
+#define ZOO_WARP_M 64
+#define ZOO_WARP_N 64
+#define ZOO_STAGES 4
+#define ZOO_GROUP_M 8
+#define ZOO_SMEM_BYTES 98304
+#endif
+
+namespace zoo_sm80 {
+
+constexpr int BM = ZOO_BM, BN = ZOO_BN, BK = ZOO_BK, STAGES = ZOO_STAGES;
+constexpr int WARP_M = ZOO_WARP_M, WARP_N = ZOO_WARP_N;
+constexpr int WARPS_M = BM / WARP_M, WARPS_N = BN / WARP_N;
+constexpr int THREADS = 32 * WARPS_M * WARPS_N;
+constexpr int MMA_M = 16, MMA_N = 8, MMA_K = 16;
+constexpr int TILES_M = WARP_M / MMA_M, TILES_N = WARP_N / MMA_N;  // mma tiles per warp
+constexpr int KW = BK / MMA_K;                                     // k-steps per K-tile
+
+constexpr int CHUNK = 8;  // 16-byte chunk = 8 x 16-bit elements
+constexpr int A_STAGE = BM * BK, B_STAGE = BK * BN;  // elements; rows are unpadded
+constexpr int PIPE_BYTES = STAGES * (A_STAGE + B_STAGE) * 2;
+constexpr int EPI_LD = zoo::epi_ld(WARP_N);
+constexpr int EPI_BYTES = (THREADS / 32) * zoo::EPI_ROWS * EPI_LD * 4;
+constexpr int SMEM_BYTES = zoo::cmax(PIPE_BYTES, EPI_BYTES);
+constexpr int A_CHUNKS = BM * BK / CHUNK, B_CHUNKS = BK * BN / CHUNK;
+
+static_assert(BM % WARP_M == 0 && BN % WARP_N == 0, "block tile must split into warp tiles");
+static_assert(WARP_M % MMA_M == 0 && WARP_N % 16 == 0, "ldmatrix.x4.trans loads B 16 columns at a time");
+static_assert(BK == 32 || BK == 64, "the swizzle assumes 64- or 128-byte A rows");
+static_assert(BN % 64 == 0, "B rows must be whole 128-byte lines");
+static_assert(STAGES >= 2, "the ring needs at least two stages");
+static_assert(KW % 2 == 0, "fragment sets alternate per k-step and must restart at set 0");
+static_assert(A_CHUNKS % THREADS == 0 && B_CHUNKS % THREADS == 0, "every thread copies whole chunks");
+static_assert(SMEM_BYTES == ZOO_SMEM_BYTES, "host smem formula (zoo/registry.py) disagrees with the kernel");
+
+// Element offset of (row, col) in a tile whose rows are `row_chunks` 16-byte chunks wide, with
+// the chunk index XOR-swizzled inside each 128-byte line. 8 consecutive rows read at one
+// logical chunk (one ldmatrix 8x8) land in 8 different 16-byte bank groups:
+//   rows >= 128 B (8+ chunks): chunk ^= row % 8;
+//   64-byte rows (4 chunks, two rows per line): chunk ^= (row / 2) % 4, and the line half
+//   (row % 2) supplies the eighth group.
+template <int ROW_CHUNKS>
+__device__ __forceinline__ int swizzle(int row, int col) {
+  const int chunk = col / CHUNK;
+  const int phys = ROW_CHUNKS >= 8 ? (chunk ^ (row % 8)) : (chunk ^ ((row / 2) % 4));
+  return row * ROW_CHUNKS * CHUNK + phys * CHUNK + col % CHUNK;
+}
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// 16-byte global -> shared copy; bytes past `src_bytes` (0..16) are zero-filled.
+__device__ __forceinline__ void cp_async_16(void* dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+               "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* p) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
+}
+
+template <typename T> struct MmaType;
+template <> struct MmaType<half> { static constexpr bool bf16 = false; };
+template <> struct MmaType<__nv_bfloat16> { static constexpr bool bf16 = true; };
+
+template <typename T>
+__device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+  if constexpr (MmaType<T>::bf16) {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  } else {
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+}
+
+template <typename T, typename OutT>
+__device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restrict__ B,
+                                     OutT* __restrict__ C, int M, int N, int K, int lda, int ldb,
+                                     int ldc) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  T* const As = reinterpret_cast<T*>(smem);
+  T* const Bs = As + STAGES * A_STAGE;
+
+  int tile_m, tile_n;
+  zoo::grouped_tile(blockIdx.x, zoo::ceil_div(M, BM), zoo::ceil_div(N, BN), ZOO_GROUP_M, tile_m,
+                    tile_n);
+  const int m0 = tile_m * BM, n0 = tile_n * BN;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
+
+  // Copies of K-tile `kt` into ring slot `stage`; rows/columns past the matrix read 0 bytes.
+  auto load_tile = [&](int kt, int stage) {
+    const int k0 = kt * BK;
+#pragma unroll
+    for (int i = 0; i < A_CHUNKS / THREADS; ++i) {
+      const int c = threadIdx.x + i * THREADS;
+      const int row = c / (BK / CHUNK), col = (c % (BK / CHUNK)) * CHUNK;
+      const int gm = m0 + row, gk = k0 + col;
+      const int bytes = gm < M ? 2 * max(0, min(CHUNK, K - gk)) : 0;
+      const T* src = bytes ? A + static_cast<long long>(gm) * lda + gk : A;
+      cp_async_16(As + stage * A_STAGE + swizzle<BK / CHUNK>(row, col), src, bytes);
+    }
+#pragma unroll
+    for (int i = 0; i < B_CHUNKS / THREADS; ++i) {
+      const int c = threadIdx.x + i * THREADS;
+      const int row = c / (BN / CHUNK), col = (c % (BN / CHUNK)) * CHUNK;
+      const int gk = k0 + row, gn = n0 + col;
+      const int bytes = gk < K ? 2 * max(0, min(CHUNK, N - gn)) : 0;
+      const T* src = bytes ? B + static_cast<long long>(gk) * ldb + gn : B;
+      cp_async_16(Bs + stage * B_STAGE + swizzle<BN / CHUNK>(row, col), src, bytes);
+    }
+  };
+
+  // Warp fragments of one k-step, two sets: A as TILES_M 16x16 tiles, B as TILES_N 16x8 tiles.
+  unsigned a_frag[2][TILES_M][4], b_frag[2][TILES_N][2];
+  auto load_frags = [&](int set, int stage, int kk) {
+    const T* const a_tile = As + stage * A_STAGE;
+    const T* const b_tile = Bs + stage * B_STAGE;
+#pragma unroll
+    for (int i = 0; i < TILES_M; ++i) {
+      // Lanes 0-15 address rows 0-15 at k 0-7, lanes 16-31 the same rows at k 8-15.
+      const int row = warp_m * WARP_M + i * MMA_M + lane % 16;
+      const int col = kk * MMA_K + (lane / 16) * 8;
+      ldmatrix_x4(a_frag[set][i], a_tile + swizzle<BK / CHUNK>(row, col));
+    }
+#pragma unroll
+    for (int j = 0; j < TILES_N; j += 2) {
+      // One .trans x4 gives two n8 tiles: lanes 0-15 k rows 0-15 of columns n..n+7,
+      // lanes 16-31 the same k rows of columns n+8..n+15.
+      const int row = kk * MMA_K + lane % 16;
+      const int col = warp_n * WARP_N + j * MMA_N + (lane / 16) * 8;
+      unsigned r[4];
+      ldmatrix_x4_trans(r, b_tile + swizzle<BN / CHUNK>(row, col));
+      b_frag[set][j][0] = r[0];
+      b_frag[set][j][1] = r[1];
+      b_frag[set][j + 1][0] = r[2];
+      b_frag[set][j + 1][1] = r[3];
+    }
+  };
+
+  float acc[TILES_M][TILES_N][4];
+#pragma unroll
+  for (int i = 0; i < TILES_M; ++i)
+#pragma unroll
+    for (int j = 0; j < TILES_N; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+
+  const int k_tiles = zoo::ceil_div(K, BK);
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < k_tiles) load_tile(s, s);
+    cp_async_commit();  // empty groups keep the group count = tile count
+  }
+  cp_async_wait<STAGES - 2>();
+  __syncthreads();
+  load_frags(0, 0, 0);
+
+  for (int kt = 0; kt < k_tiles; ++kt) {
+    const int stage = kt % STAGES;
+#pragma unroll
+    for (int kk = 0; kk < KW; ++kk) {
+      const int set = kk & 1;  // KW is even: set 0 starts every K-tile
+      if (kk == KW - 1) {
+        // Tile kt+1 must have landed and every warp must be done with the slot the next copy
+        // overwrites; then its first fragments load under this k-step's MMAs.
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        if (kt + 1 < k_tiles) load_frags(set ^ 1, (kt + 1) % STAGES, 0);
+      } else {
+        load_frags(set ^ 1, stage, kk + 1);
+      }
+      if (kk == 0) {
+        // Slot (kt-1) % STAGES was last read before the previous barrier.
+        const int next = kt + STAGES - 1;
+        if (next < k_tiles) load_tile(next, next % STAGES);
+        cp_async_commit();
+      }
+#pragma unroll
+      for (int i = 0; i < TILES_M; ++i)
+#pragma unroll
+        for (int j = 0; j < TILES_N; ++j) mma_16816<T>(acc[i][j], a_frag[set][i], b_frag[set][j]);
+    }
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // the ring is reused as epilogue scratch
+
+  // Epilogue: per warp, one 16-row strip at a time. Accumulator (i, j) holds rows g and g+8
+  // (g = lane / 4), columns 2*(lane % 4) and +1 of its 16x8 tile.
+  float* const strip = reinterpret_cast<float*>(smem) + warp * zoo::EPI_ROWS * EPI_LD;
+  const bool c_vec = (reinterpret_cast<uintptr_t>(C) % 16 == 0) && (ldc % 8 == 0);
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int i = 0; i < TILES_M; ++i) {
+#pragma unroll
+    for (int j = 0; j < TILES_N; ++j) {
+      *reinterpret_cast<float2*>(strip + g * EPI_LD + j * MMA_N + 2 * t) = make_float2(acc[i][j][0], acc[i][j][1]);
+      *reinterpret_cast<float2*>(strip + (g + 8) * EPI_LD + j * MMA_N + 2 * t) = make_float2(acc[i][j][2], acc[i][j][3]);
+    }
+    __syncwarp();
+    zoo::store_strip<WARP_N>(strip, lane, C, ldc, m0 + warp_m * WARP_M + i * MMA_M,
+                             n0 + warp_n * WARP_N, M, N, c_vec);
+    __syncwarp();
+  }
+}
+
+}  // namespace zoo_sm80
+
+#define ZOO_SM80_ENTRY(NAME, T, OutT)                                                        \
+  extern "C" __global__ void __launch_bounds__(zoo_sm80::THREADS)                            \
+      NAME(const T* __restrict__ A, const T* __restrict__ B, OutT* __restrict__ C, int M,    \
+           int N, int K, int lda, int ldb, int ldc) {                                        \
+    zoo_sm80::gemm<T, OutT>(A, B, C, M, N, K, lda, ldb, ldc);                               \
+  }
+
+ZOO_SM80_ENTRY(zoo_gemm_sm80_f16_f16out, half, half)
+ZOO_SM80_ENTRY(zoo_gemm_sm80_f16_f32out, half, float)
+ZOO_SM80_ENTRY(zoo_gemm_sm80_bf16_bf16out, __nv_bfloat16, __nv_bfloat16)
+ZOO_SM80_ENTRY(zoo_gemm_sm80_bf16_f32out, __nv_bfloat16, float)
