@@ -102,7 +102,7 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None
     a, lda = _row_major(a, spec.aligned_rows)
     b, ldb = _row_major(b, spec.aligned_rows)
     c = torch.empty((m, n), dtype=out_dtype, device=a.device) if out is None else out
-    launch(spec, cfg, device_index, a, b, c, lda, ldb)
+    launch(spec, cfg, device_index, a, b, c, k, lda, ldb)
     return c
 
 
@@ -126,10 +126,10 @@ def compiled(spec: KernelSpec, cfg: TileConfig, dtype: str, out_dtype: str,
 
 
 def launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor,
-           b: torch.Tensor, c: torch.Tensor, lda: int, ldb: int) -> None:
-    """The launch path shared by every GEMM kernel: C(M,N) = A(M,K) @ B(K,N)."""
-    m, k = a.shape
-    n = b.shape[1]
+           b: torch.Tensor, c: torch.Tensor, k: int, lda: int, ldb: int) -> None:
+    """The launch path shared by every GEMM kernel: C(M,N) = A(M,K) @ B(K,N). The sizes come
+    from C and `k`, not from a and b, which may be copies with padded rows."""
+    m, n = c.shape
     grid = spec.grid(cfg, m, n)
     if grid[0] > INT32_MAX:
         raise ZooError(f"{m}x{n} needs {grid[0]} blocks of {cfg.block_m}x{cfg.block_n}; the grid allows {INT32_MAX}")
