@@ -11,7 +11,8 @@ from zoo import bench, configs, gemm, registry
 
 EXTRA = {  # tiles tried beyond the configs file: (block_m, block_n, block_k, warp_m, warp_n, stages)
     "sm75_hgemm_wmma": [(128, 128, 64, 64, 64, 2)],
-    "sm80_gemm_mma": [(128, 256, 32, 64, 64, 3), (256, 128, 32, 64, 64, 3), (128, 128, 32, 64, 32, 3)],
+    "sm80_gemm_mma": [(256, 128, 32, 64, 64, 3), (256, 128, 32, 64, 64, 4), (128, 256, 64, 64, 64, 3),
+                      (256, 128, 64, 64, 64, 3)],
 }
 DT = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 base = registry.kernel(sys.argv[1])

@@ -80,21 +80,20 @@ __device__ __forceinline__ unsigned smem_addr(const void* p) {
 }
 
 // 16-byte global -> shared copy; bytes past `src_bytes` (0..16) are zero-filled.
-__device__ __forceinline__ void cp_async_16(void* dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
-               "r"(src_bytes));
+__device__ __forceinline__ void cp_async_16(unsigned dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* p) {
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
 }
-__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], const void* p) {
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], unsigned addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(smem_addr(p)));
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
 }
 
 template <typename T> struct MmaType;
@@ -129,53 +128,81 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
 
-  // Copies of K-tile `kt` into ring slot `stage`; rows/columns past the matrix read 0 bytes.
+  // Per-thread addressing, computed once: every address in the main loop is a base plus a
+  // constant, an XOR or the ring-slot offset (NOTE: recomputing the swizzles per K-step cost
+  // ~150 integer instructions per 64 MMAs and left the tensor pipe half idle).
+  constexpr int A_ROW_CHUNKS = BK / CHUNK, B_ROW_CHUNKS = BN / CHUNK;
+  constexpr int A_ROWS_PER_PASS = THREADS / A_ROW_CHUNKS, B_ROWS_PER_PASS = THREADS / B_ROW_CHUNKS;
+  constexpr int A_STAGE_BYTES = A_STAGE * 2, B_STAGE_BYTES = B_STAGE * 2;
+  // Copies: chunk i of a thread is i passes below chunk 0; a pass is a multiple of the
+  // swizzle period (8 rows), so its smem offset is a constant step.
+  static_assert(A_ROWS_PER_PASS % 8 == 0, "A copy passes keep the swizzle (period 8 rows)");
+  static_assert(B_ROWS_PER_PASS % 8 == 0, "B copy passes keep the swizzle (period 8 rows)");
+  const int a_row = threadIdx.x / A_ROW_CHUNKS, a_col = (threadIdx.x % A_ROW_CHUNKS) * CHUNK;
+  const int b_row = threadIdx.x / B_ROW_CHUNKS, b_col = (threadIdx.x % B_ROW_CHUNKS) * CHUNK;
+  const unsigned a_st = smem_addr(As) + 2 * swizzle<A_ROW_CHUNKS>(a_row, a_col);
+  const unsigned b_st = smem_addr(Bs) + 2 * swizzle<B_ROW_CHUNKS>(b_row, b_col);
+  const T* a_src = A + static_cast<long long>(m0 + a_row) * lda + a_col;  // advance BK per tile
+  const T* b_src = B + static_cast<long long>(b_row) * ldb + n0 + b_col;  // advance BK rows
+  const long long a_pass = static_cast<long long>(A_ROWS_PER_PASS) * lda;
+  const long long b_pass = static_cast<long long>(B_ROWS_PER_PASS) * ldb;
+  const bool interior = m0 + BM <= M && n0 + BN <= N;
+
+  // Copies of K-tile `kt` into ring slot `stage`. Interior tiles copy 16 bytes per chunk;
+  // edge tiles copy what lies inside the matrix and zero-fill the rest.
   auto load_tile = [&](int kt, int stage) {
     const int k0 = kt * BK;
+    const T* const a_k = a_src + k0;
+    const T* const b_k = b_src + static_cast<long long>(k0) * ldb;
+    const unsigned a_dst = a_st + stage * A_STAGE_BYTES, b_dst = b_st + stage * B_STAGE_BYTES;
+    if (interior && k0 + BK <= K) {
+#pragma unroll
+      for (int i = 0; i < A_CHUNKS / THREADS; ++i)
+        cp_async_16(a_dst + i * A_ROWS_PER_PASS * BK * 2, a_k + i * a_pass, 16);
+#pragma unroll
+      for (int i = 0; i < B_CHUNKS / THREADS; ++i)
+        cp_async_16(b_dst + i * B_ROWS_PER_PASS * BN * 2, b_k + i * b_pass, 16);
+      return;
+    }
 #pragma unroll
     for (int i = 0; i < A_CHUNKS / THREADS; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / (BK / CHUNK), col = (c % (BK / CHUNK)) * CHUNK;
-      const int gm = m0 + row, gk = k0 + col;
+      const int gm = m0 + a_row + i * A_ROWS_PER_PASS, gk = k0 + a_col;
       const int bytes = gm < M ? 2 * max(0, min(CHUNK, K - gk)) : 0;
-      const T* src = bytes ? A + static_cast<long long>(gm) * lda + gk : A;
-      cp_async_16(As + stage * A_STAGE + swizzle<BK / CHUNK>(row, col), src, bytes);
+      cp_async_16(a_dst + i * A_ROWS_PER_PASS * BK * 2, bytes ? a_k + i * a_pass : A, bytes);
     }
 #pragma unroll
     for (int i = 0; i < B_CHUNKS / THREADS; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / (BN / CHUNK), col = (c % (BN / CHUNK)) * CHUNK;
-      const int gk = k0 + row, gn = n0 + col;
+      const int gk = k0 + b_row + i * B_ROWS_PER_PASS, gn = n0 + b_col;
       const int bytes = gk < K ? 2 * max(0, min(CHUNK, N - gn)) : 0;
-      const T* src = bytes ? B + static_cast<long long>(gk) * ldb + gn : B;
-      cp_async_16(Bs + stage * B_STAGE + swizzle<BN / CHUNK>(row, col), src, bytes);
+      cp_async_16(b_dst + i * B_ROWS_PER_PASS * BN * 2, bytes ? b_k + i * b_pass : B, bytes);
     }
   };
 
-  // Warp fragments of one k-step, two sets: A as TILES_M 16x16 tiles, B as TILES_N 16x8 tiles.
+  // Fragment reads: byte offsets of k-step 0 in slot 0. For later k-steps, A's chunk index
+  // moves by 2 per k-step, which under the XOR swizzle is an XOR of the offset with 32 * kk;
+  // B's rows move by 16, a multiple of the swizzle period, so its offset just adds 16 rows.
+  unsigned a_ld[TILES_M], b_ld[TILES_N / 2];
+#pragma unroll
+  for (int i = 0; i < TILES_M; ++i)  // lanes 0-15: rows 0-15 at k 0-7; lanes 16-31: k 8-15
+    a_ld[i] = 2 * swizzle<A_ROW_CHUNKS>(warp_m * WARP_M + i * MMA_M + lane % 16, (lane / 16) * 8);
+#pragma unroll
+  for (int j = 0; j < TILES_N / 2; ++j)  // one .trans x4 covers k 0-15 of 16 columns: two n8 tiles
+    b_ld[j] = 2 * swizzle<B_ROW_CHUNKS>(lane % 16, warp_n * WARP_N + j * 16 + (lane / 16) * 8);
+  const unsigned a_base = smem_addr(As), b_base = smem_addr(Bs);
+
   unsigned a_frag[2][TILES_M][4], b_frag[2][TILES_N][2];
   auto load_frags = [&](int set, int stage, int kk) {
-    const T* const a_tile = As + stage * A_STAGE;
-    const T* const b_tile = Bs + stage * B_STAGE;
 #pragma unroll
-    for (int i = 0; i < TILES_M; ++i) {
-      // Lanes 0-15 address rows 0-15 at k 0-7, lanes 16-31 the same rows at k 8-15.
-      const int row = warp_m * WARP_M + i * MMA_M + lane % 16;
-      const int col = kk * MMA_K + (lane / 16) * 8;
-      ldmatrix_x4(a_frag[set][i], a_tile + swizzle<BK / CHUNK>(row, col));
-    }
+    for (int i = 0; i < TILES_M; ++i)
+      ldmatrix_x4(a_frag[set][i], a_base + stage * A_STAGE_BYTES + (a_ld[i] ^ (kk * 32)));
 #pragma unroll
-    for (int j = 0; j < TILES_N; j += 2) {
-      // One .trans x4 gives two n8 tiles: lanes 0-15 k rows 0-15 of columns n..n+7,
-      // lanes 16-31 the same k rows of columns n+8..n+15.
-      const int row = kk * MMA_K + lane % 16;
-      const int col = warp_n * WARP_N + j * MMA_N + (lane / 16) * 8;
+    for (int j = 0; j < TILES_N / 2; ++j) {
       unsigned r[4];
-      ldmatrix_x4_trans(r, b_tile + swizzle<BN / CHUNK>(row, col));
-      b_frag[set][j][0] = r[0];
-      b_frag[set][j][1] = r[1];
-      b_frag[set][j + 1][0] = r[2];
-      b_frag[set][j + 1][1] = r[3];
+      ldmatrix_x4_trans(r, b_base + stage * B_STAGE_BYTES + b_ld[j] + kk * MMA_K * BN * 2);
+      b_frag[set][2 * j][0] = r[0];
+      b_frag[set][2 * j][1] = r[1];
+      b_frag[set][2 * j + 1][0] = r[2];
+      b_frag[set][2 * j + 1][1] = r[3];
     }
   };
 
@@ -197,8 +224,10 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
   __syncthreads();
   load_frags(0, 0, 0);
 
+  int stage = 0;                    // ring slot of tile kt
+  int write_stage = STAGES - 1;     // ring slot of tile kt + STAGES - 1
   for (int kt = 0; kt < k_tiles; ++kt) {
-    const int stage = kt % STAGES;
+    const int next_stage = stage + 1 == STAGES ? 0 : stage + 1;
 #pragma unroll
     for (int kk = 0; kk < KW; ++kk) {
       const int set = kk & 1;  // KW is even: set 0 starts every K-tile
@@ -207,14 +236,13 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
         // overwrites; then its first fragments load under this k-step's MMAs.
         cp_async_wait<STAGES - 2>();
         __syncthreads();
-        if (kt + 1 < k_tiles) load_frags(set ^ 1, (kt + 1) % STAGES, 0);
+        if (kt + 1 < k_tiles) load_frags(set ^ 1, next_stage, 0);
       } else {
         load_frags(set ^ 1, stage, kk + 1);
       }
       if (kk == 0) {
         // Slot (kt-1) % STAGES was last read before the previous barrier.
-        const int next = kt + STAGES - 1;
-        if (next < k_tiles) load_tile(next, next % STAGES);
+        if (kt + STAGES - 1 < k_tiles) load_tile(kt + STAGES - 1, write_stage);
         cp_async_commit();
       }
 #pragma unroll
@@ -222,6 +250,8 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
 #pragma unroll
         for (int j = 0; j < TILES_N; ++j) mma_16816<T>(acc[i][j], a_frag[set][i], b_frag[set][j]);
     }
+    stage = next_stage;
+    write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
   }
   cp_async_wait<0>();
   __syncthreads();  // the ring is reused as epilogue scratch
