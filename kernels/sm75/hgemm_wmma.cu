@@ -126,25 +126,35 @@ __device__ __forceinline__ void hgemm(const half* __restrict__ A, const half* __
   // misaligned inputs take the checked path. Both branches are uniform across the block.
   const bool interior = a_vec && b_vec && rows_a >= BM && cols_b >= BN;
 
+  // Per-thread addressing, computed once: chunk i of a thread lies a fixed number of rows
+  // below chunk 0 (A: THREADS/4 rows, B: THREADS/(BN/8) rows), so every address in the main
+  // loop is a base plus a constant. (NOTE: rebuilding them per K-step cost as many integer
+  // instructions as there were MMAs.)
+  constexpr int A_ROWS_PER_PASS = THREADS / (BK / VEC);  // a_chunk_coords keeps this step
+  constexpr int B_ROWS_PER_PASS = THREADS / (BN / VEC);
+  int a_row0, a_col0;
+  a_chunk_coords(threadIdx.x, a_row0, a_col0);
+  const int b_row0 = threadIdx.x / (BN / VEC), b_col0 = (threadIdx.x % (BN / VEC)) * VEC;
+  const half* const a_g = A_blk + static_cast<long long>(a_row0) * lda + a_col0;
+  const half* const b_g = B_blk + static_cast<long long>(b_row0) * ldb + b_col0;
+  const long long a_pass = static_cast<long long>(A_ROWS_PER_PASS) * lda;
+  const long long b_pass = static_cast<long long>(B_ROWS_PER_PASS) * ldb;
+  half* const a_s = As + a_row0 * A_LD + a_col0;
+  half* const b_s = Bs + b_row0 * B_LD + b_col0;
+
   int4 a_reg[A_PER_THREAD], b_reg[B_PER_THREAD];
   auto load_tile = [&](int k0) {
-    const half* const a_src = A_blk + k0;
-    const half* const b_src = B_blk + static_cast<long long>(k0) * ldb;
     if (interior && k0 + BK <= K) {
+      const half* const a_k = a_g + k0;
+      const half* const b_k = b_g + static_cast<long long>(k0) * ldb;
 #pragma unroll
-      for (int i = 0; i < A_PER_THREAD; ++i) {
-        int row, col;
-        a_chunk_coords(threadIdx.x + i * THREADS, row, col);
-        a_reg[i] = __ldg(reinterpret_cast<const int4*>(a_src + static_cast<long long>(row) * lda + col));
-      }
+      for (int i = 0; i < A_PER_THREAD; ++i) a_reg[i] = __ldg(reinterpret_cast<const int4*>(a_k + i * a_pass));
 #pragma unroll
-      for (int i = 0; i < B_PER_THREAD; ++i) {
-        const int c = threadIdx.x + i * THREADS;
-        const int row = c / (BN / VEC), col = (c % (BN / VEC)) * VEC;
-        b_reg[i] = __ldg(reinterpret_cast<const int4*>(b_src + static_cast<long long>(row) * ldb + col));
-      }
+      for (int i = 0; i < B_PER_THREAD; ++i) b_reg[i] = __ldg(reinterpret_cast<const int4*>(b_k + i * b_pass));
       return;
     }
+    const half* const a_src = A_blk + k0;
+    const half* const b_src = B_blk + static_cast<long long>(k0) * ldb;
 #pragma unroll
     for (int i = 0; i < A_PER_THREAD; ++i) {
       int row, col;
@@ -160,17 +170,11 @@ __device__ __forceinline__ void hgemm(const half* __restrict__ A, const half* __
   };
   auto store_tile = [&](int buf) {
 #pragma unroll
-    for (int i = 0; i < A_PER_THREAD; ++i) {
-      int row, col;
-      a_chunk_coords(threadIdx.x + i * THREADS, row, col);
-      *reinterpret_cast<int4*>(As + buf * A_STAGE + row * A_LD + col) = a_reg[i];
-    }
+    for (int i = 0; i < A_PER_THREAD; ++i)
+      *reinterpret_cast<int4*>(a_s + buf * A_STAGE + i * A_ROWS_PER_PASS * A_LD) = a_reg[i];
 #pragma unroll
-    for (int i = 0; i < B_PER_THREAD; ++i) {
-      const int c = threadIdx.x + i * THREADS;
-      const int row = c / (BN / VEC), col = (c % (BN / VEC)) * VEC;
-      *reinterpret_cast<int4*>(Bs + buf * B_STAGE + row * B_LD + col) = b_reg[i];
-    }
+    for (int i = 0; i < B_PER_THREAD; ++i)
+      *reinterpret_cast<int4*>(b_s + buf * B_STAGE + i * B_ROWS_PER_PASS * B_LD) = b_reg[i];
   };
 
   wmma::fragment<wmma::accumulator, FRAG, FRAG, FRAG, float> acc[FRAGS_M][FRAGS_N];
