@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The device run behind the README's results: facts, the GPU tests, `zoo run` in both output
-# dtypes, and ncu's shared-memory bank-conflict and occupancy figures. Logs land in $OUT.
+# The device run behind the README's results: facts, the GPU tests, every eligible kernel side
+# by side with torch.mm in each dtype pair, and ncu's bank-conflict, occupancy and tensor-pipe
+# figures for each kernel's automatic config. Logs land in $OUT.
 #   run on a GPU machine from the checkout: bash scripts/device_session.sh
 set -u
 export PYTHONUNBUFFERED=1 ZOO_CACHE_DIR=${ZOO_CACHE_DIR:-/tmp/zoo-cache}
@@ -9,14 +10,18 @@ cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
 python3 -c "import torch, cuda.bindings; print('torch', torch.__version__, 'CUDA', torch.version.cuda, '| cuda-bindings', cuda.bindings.__version__)"
-bin/zoo info --json "$OUT/info.json"
-bin/test -m gpu -q -rs 2>&1 | tee "$OUT/gpu-tests.txt" | tail -5
-for od in fp32 fp16; do
-  bin/zoo run --auto-arch --out-dtype "$od" --json "$OUT/run-$od.json"
+bin/zoo info --json "$OUT/info.json" > /dev/null
+bin/test -m gpu -q -rs 2>&1 | tee "$OUT/gpu-tests.txt" | tail -3
+for pair in "fp16 fp16" "fp16 fp32" "bf16 bf16" "bf16 fp32"; do
+  set -- $pair
+  bin/zoo run --auto-arch --all-kernels --dtype "$1" --out-dtype "$2" --json "$OUT/run-$1-$2.json" | tail -6
 done
-cfg=$(python3 -c "import json; print(json.load(open('$OUT/run-fp32.json'))['config'])")
-ncu --clock-control none --kernel-name regex:zoo_ --launch-skip 1 --launch-count 1 --section Occupancy \
-  --metrics l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active \
-  python3 scripts/ncu_probe.py 4096 "$cfg" > "$OUT/ncu.txt" 2>&1
-echo "ncu, config $cfg, 4096^3 fp16 -> fp32:"
-grep -E "bank_conflicts|wavefronts|hmma|Achieved Occupancy|Theoretical Occupancy|Block Limit" "$OUT/ncu.txt"
+metrics=l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
+for kernel_out in "sm80_gemm_mma fp16" "sm75_hgemm_wmma fp32"; do
+  set -- $kernel_out
+  cfg=$(python3 -c "import json; r=json.load(open('$OUT/run-fp16-$2.json'))['results']; print([x['config'] for x in r if x['kernel']=='$1'][0])")
+  ncu --clock-control none --kernel-name regex:zoo_ --launch-skip 1 --launch-count 1 --section Occupancy \
+    --metrics "$metrics" python3 scripts/ncu_probe.py 4096 "$1" "$cfg" "$2" > "$OUT/ncu-$1.txt" 2>&1
+  echo "ncu $1 / $cfg, 4096^3 fp16 -> $2:"
+  grep -E "bank_conflicts|wavefronts|hmma|Achieved Occupancy|Theoretical Occupancy" "$OUT/ncu-$1.txt"
+done

@@ -94,5 +94,5 @@ def test_sm80_configs_by_problem_size():
     spec = registry.SM80_GEMM
     a100 = arch.offline("sm_80")
     for lim in (a100, H100):
-        assert registry.pick_config(spec, lim, Problem(4096, 4096, 4096)).name == "128x256"
+        assert registry.pick_config(spec, lim, Problem(4096, 4096, 4096)).name == "256x128"
     assert registry.pick_config(spec, H100, Problem(256, 256, 4096)).name == "64x64"

@@ -146,24 +146,34 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
   const T* b_src = B + static_cast<long long>(b_row) * ldb + n0 + b_col;  // advance BK rows
   const long long a_pass = static_cast<long long>(A_ROWS_PER_PASS) * lda;
   const long long b_pass = static_cast<long long>(B_ROWS_PER_PASS) * ldb;
-  // Copies of K-tile `kt` into ring slot `stage`: chunks inside the matrix copy 16 bytes,
-  // chunks across its edge copy what is inside and zero-fill the rest. Branch-free, so the
-  // scheduler can interleave the copies with the MMAs around them.
+  const bool interior = m0 + BM <= M && n0 + BN <= N;
+
+  // Copies of K-tile `kt` into ring slot `stage`. Interior tiles copy 16 bytes per chunk;
+  // edge tiles copy what lies inside the matrix and zero-fill the rest.
   auto load_tile = [&](int kt, int stage) {
     const int k0 = kt * BK;
     const T* const a_k = a_src + k0;
     const T* const b_k = b_src + static_cast<long long>(k0) * ldb;
     const unsigned a_dst = a_st + stage * A_STAGE_BYTES, b_dst = b_st + stage * B_STAGE_BYTES;
-    const int a_bytes = 2 * max(0, min(CHUNK, K - (k0 + a_col)));  // same for every A chunk
+    if (interior && k0 + BK <= K) {
+#pragma unroll
+      for (int i = 0; i < A_CHUNKS / THREADS; ++i)
+        cp_async_16(a_dst + i * A_ROWS_PER_PASS * BK * 2, a_k + i * a_pass, 16);
+#pragma unroll
+      for (int i = 0; i < B_CHUNKS / THREADS; ++i)
+        cp_async_16(b_dst + i * B_ROWS_PER_PASS * BN * 2, b_k + i * b_pass, 16);
+      return;
+    }
 #pragma unroll
     for (int i = 0; i < A_CHUNKS / THREADS; ++i) {
-      const int bytes = m0 + a_row + i * A_ROWS_PER_PASS < M ? a_bytes : 0;
+      const int gm = m0 + a_row + i * A_ROWS_PER_PASS, gk = k0 + a_col;
+      const int bytes = gm < M ? 2 * max(0, min(CHUNK, K - gk)) : 0;
       cp_async_16(a_dst + i * A_ROWS_PER_PASS * BK * 2, bytes ? a_k + i * a_pass : A, bytes);
     }
-    const int b_bytes = 2 * max(0, min(CHUNK, N - (n0 + b_col)));  // same for every B chunk
 #pragma unroll
     for (int i = 0; i < B_CHUNKS / THREADS; ++i) {
-      const int bytes = k0 + b_row + i * B_ROWS_PER_PASS < K ? b_bytes : 0;
+      const int gk = k0 + b_row + i * B_ROWS_PER_PASS, gn = n0 + b_col;
+      const int bytes = gk < K ? 2 * max(0, min(CHUNK, N - gn)) : 0;
       cp_async_16(b_dst + i * B_ROWS_PER_PASS * BN * 2, bytes ? b_k + i * b_pass : B, bytes);
     }
   };
