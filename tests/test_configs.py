@@ -63,3 +63,16 @@ def test_yaml_round_trip(tmp_path):
     (cfg,) = configs.load(p)
     assert cfg == configs.TileConfig("t", 64, 64, 32, 32, 32, 2, 128, 8)
     assert configs.validate(cfg, SPEC, arch.offline("sm_75")) is cfg
+
+
+def test_sm80_rules_match_the_kernels_static_asserts():
+    sm80 = registry.SM80_GEMM
+    good = sm80.config("256x128")
+    assert configs.problems(good, sm80, arch.offline("sm_80")) == []
+    with pytest.raises(ConfigError, match="stages 2 not supported"):
+        configs.validate(replace(good, stages=2), sm80, arch.offline("sm_90a"))
+    # 4 warps copying a 256-wide B tile (32 chunks a row) cover 4 rows per pass: the swizzle
+    # repeats every 8 rows, so the kernel's constant per-pass offset would be wrong.
+    with pytest.raises(ConfigError, match="copy 4 B rows per pass; it must be a multiple of the 8-row"):
+        configs.validate(replace(good, name="odd", block_m=64, block_n=256, threads=128), sm80,
+                         arch.offline("sm_90a"))

@@ -151,6 +151,9 @@ def _sm80_rules(c: cfgs.TileConfig) -> list[str]:
     for name, rows, cols in (("A", c.block_m, c.block_k), ("B", c.block_k, c.block_n)):
         if (rows * cols // 8) % c.threads:
             out.append(f"the {name} tile's {rows * cols // 8} 16-byte chunks do not split evenly over {c.threads} threads")
+        elif (c.threads // (cols // 8)) % 8:
+            out.append(f"{c.threads} threads copy {c.threads // (cols // 8)} {name} rows per pass; "
+                       "it must be a multiple of the 8-row swizzle period")
     return out
 
 
