@@ -94,26 +94,38 @@ class KernelSpec:
         return (c.tiles(m, n), 1, 1)
 
 
+# ----------------------------------------------------------------------------- shared rules
+
+def _epilogue_bytes(c: cfgs.TileConfig) -> int:
+    """fp32 strips, 16 rows x (warp_n + 8) per warp: zoo::store_strip in kernels/common."""
+    return c.warps * 16 * (c.warp_n + 8) * 4
+
+
+def _tile_copy_rules(c: cfgs.TileConfig, why_block_k: str) -> list[str]:
+    """What both kernels' 16-byte tile copies need: whole chunks per thread, BK of 32 or 64,
+    and whole 128-byte (64-element) B rows."""
+    out = []
+    if c.block_k not in (32, 64):
+        out.append(f"block_k {c.block_k} must be 32 or 64 ({why_block_k})")
+    if c.block_n % 64:
+        out.append(f"block_n {c.block_n} must be a multiple of 64 (whole 128-byte B rows)")
+    for name, rows, cols in (("A", c.block_m, c.block_k), ("B", c.block_k, c.block_n)):
+        if (rows * cols // 8) % c.threads:
+            out.append(f"the {name} tile's {rows * cols // 8} 16-byte chunks do not split evenly over {c.threads} threads")
+    return out
+
+
 # ----------------------------------------------------------------------------- sm_75
 
 def _sm75_smem(c: cfgs.TileConfig) -> int:
     """Same formula as SMEM_BYTES in kernels/sm75/hgemm_wmma.cu (a static_assert ties them)."""
     pad = 8
     pipe = 2 * (c.block_m * (c.block_k + pad) + c.block_k * (c.block_n + pad)) * 2
-    epilogue = c.warps * 16 * (c.warp_n + 8) * 4
-    return max(pipe, epilogue)
+    return max(pipe, _epilogue_bytes(c))
 
 
 def _sm75_rules(c: cfgs.TileConfig) -> list[str]:
-    out = []
-    if c.block_k not in (32, 64):
-        out.append(f"block_k {c.block_k} must be 32 or 64 (the conflict-free A store order)")
-    for name, rows, cols in (("A", c.block_m, c.block_k), ("B", c.block_k, c.block_n)):
-        if (rows * cols // 8) % c.threads:
-            out.append(f"the {name} tile's {rows * cols // 8} 16-byte chunks do not split evenly over {c.threads} threads")
-    if c.block_n % 64:
-        out.append(f"block_n {c.block_n} must be a multiple of 64 (a quarter-warp stores 64 B-tile columns)")
-    return out
+    return _tile_copy_rules(c, "the conflict-free A store order")
 
 
 SM75_HGEMM = KernelSpec(
@@ -138,21 +150,17 @@ SM75_HGEMM = KernelSpec(
 def _sm80_smem(c: cfgs.TileConfig) -> int:
     """Same formula as SMEM_BYTES in kernels/sm80/gemm_mma_multistage.cu."""
     pipe = c.stages * (c.block_m * c.block_k + c.block_k * c.block_n) * 2
-    epilogue = c.warps * 16 * (c.warp_n + 8) * 4
-    return max(pipe, epilogue)
+    return max(pipe, _epilogue_bytes(c))
 
 
 def _sm80_rules(c: cfgs.TileConfig) -> list[str]:
-    out = []
-    if c.block_k not in (32, 64):
-        out.append(f"block_k {c.block_k} must be 32 or 64 (64- or 128-byte swizzled A rows)")
-    if c.block_n % 64:
-        out.append(f"block_n {c.block_n} must be a multiple of 64 (whole 128-byte B rows)")
-    for name, rows, cols in (("A", c.block_m, c.block_k), ("B", c.block_k, c.block_n)):
-        if (rows * cols // 8) % c.threads:
-            out.append(f"the {name} tile's {rows * cols // 8} 16-byte chunks do not split evenly over {c.threads} threads")
-        elif (c.threads // (cols // 8)) % 8:
-            out.append(f"{c.threads} threads copy {c.threads // (cols // 8)} {name} rows per pass; "
+    out = _tile_copy_rules(c, "64- or 128-byte swizzled A rows")
+    if out:  # the pass arithmetic below assumes whole chunks per thread
+        return out
+    for name, cols in (("A", c.block_k), ("B", c.block_n)):
+        rows_per_pass = c.threads // (cols // 8)
+        if rows_per_pass % 8:
+            out.append(f"{c.threads} threads copy {rows_per_pass} {name} rows per pass; "
                        "it must be a multiple of the 8-row swizzle period")
     return out
 
