@@ -27,6 +27,12 @@ typedef unsigned long long uintptr_t;
 namespace zoo {
 
 __host__ __device__ constexpr int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// A compile-time bool passed as a value, to select code paths inside generic lambdas.
+template <bool B>
+struct Flag {
+  static constexpr bool value = B;
+};
 __host__ __device__ constexpr int cmax(int a, int b) { return a > b ? a : b; }
 
 // Grouped ("swizzled") block order: consecutive blocks walk GROUP_M tile rows down one

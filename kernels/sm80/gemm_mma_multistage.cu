@@ -148,14 +148,15 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
   const long long b_pass = static_cast<long long>(B_ROWS_PER_PASS) * ldb;
   const bool interior = m0 + BM <= M && n0 + BN <= N;
 
-  // Copies of K-tile `kt` into ring slot `stage`. Interior tiles copy 16 bytes per chunk;
-  // edge tiles copy what lies inside the matrix and zero-fill the rest.
-  auto load_tile = [&](int kt, int stage) {
+  // Copies of K-tile `kt` into ring slot `stage`. Whole tiles inside the matrix copy 16 bytes
+  // per chunk (`fast` says so at compile time, else it is checked); edge tiles copy what lies
+  // inside the matrix and zero-fill the rest.
+  auto load_tile = [&](int kt, int stage, auto fast) {
     const int k0 = kt * BK;
     const T* const a_k = a_src + k0;
     const T* const b_k = b_src + static_cast<long long>(k0) * ldb;
     const unsigned a_dst = a_st + stage * A_STAGE_BYTES, b_dst = b_st + stage * B_STAGE_BYTES;
-    if (interior && k0 + BK <= K) {
+    if (decltype(fast)::value || (interior && k0 + BK <= K)) {
 #pragma unroll
       for (int i = 0; i < A_CHUNKS / THREADS; ++i)
         cp_async_16(a_dst + i * A_ROWS_PER_PASS * BK * 2, a_k + i * a_pass, 16);
@@ -217,7 +218,7 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
   const int k_tiles = zoo::ceil_div(K, BK);
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) {
-    if (s < k_tiles) load_tile(s, s);
+    if (s < k_tiles) load_tile(s, s, zoo::Flag<false>{});
     cp_async_commit();  // empty groups keep the group count = tile count
   }
   cp_async_wait<STAGES - 2>();
@@ -226,7 +227,9 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
 
   int stage = 0;                    // ring slot of tile kt
   int write_stage = STAGES - 1;     // ring slot of tile kt + STAGES - 1
-  for (int kt = 0; kt < k_tiles; ++kt) {
+  // One K-step; `fast` (compile-time) says its copy is a whole interior tile, so the copies
+  // are straight-line code the scheduler can interleave with the MMAs.
+  auto k_step = [&](int kt, auto fast) {
     const int next_stage = stage + 1 == STAGES ? 0 : stage + 1;
 #pragma unroll
     for (int kk = 0; kk < KW; ++kk) {
@@ -242,7 +245,7 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
       }
       if (kk == 0) {
         // Slot (kt-1) % STAGES was last read before the previous barrier.
-        if (kt + STAGES - 1 < k_tiles) load_tile(kt + STAGES - 1, write_stage);
+        if (decltype(fast)::value || kt + STAGES - 1 < k_tiles) load_tile(kt + STAGES - 1, write_stage, fast);
         cp_async_commit();
       }
 #pragma unroll
@@ -252,7 +255,12 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
     }
     stage = next_stage;
     write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
-  }
+  };
+  // K-steps whose copy is a whole tile inside the matrix, then the rest with checked copies.
+  const int k_fast = interior ? max(0, K / BK - (STAGES - 1)) : 0;
+  int kt = 0;
+  for (; kt < k_fast; ++kt) k_step(kt, zoo::Flag<true>{});
+  for (; kt < k_tiles; ++kt) k_step(kt, zoo::Flag<false>{});
   cp_async_wait<0>();
   __syncthreads();  // the ring is reused as epilogue scratch
 
