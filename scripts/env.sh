@@ -2,11 +2,13 @@
 # on a fresh machine. Sets ZOO_PY and puts the checkout on PYTHONPATH.
 #   - A GPU machine whose python3 already has torch, cuda-python, pyyaml, rich, pytest (and
 #     CUDA headers) uses it as is: nothing is installed, no network is needed.
-#   - Otherwise a virtualenv in .venv gets requirements.txt, and torch if it is missing
-#     (ZOO_TORCH, default torch==2.13.0; the zoo works with any torch >= 2.4).
+#   - Otherwise a virtualenv in .venv gets requirements.txt (CUDA 13 NVRTC and headers), or
+#     requirements-cu12.txt where nvidia-smi reports a CUDA 12 driver (NVRTC must not be newer
+#     than the driver), and torch if it is missing (ZOO_TORCH, default torch==2.13.0; the zoo
+#     works with any torch >= 2.4).
 ZOO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export PYTHONPATH="$ZOO_ROOT${PYTHONPATH:+:$PYTHONPATH}"
-zoo_probe="import torch, yaml, rich, pytest; from zoo import cuda, sass; cuda.nvrtc_version(); cuda.cuda_include_dir()${ZOO_NEED_CUOBJDUMP:+; sass.cuobjdump_path()}"
+zoo_probe="import torch, yaml, rich, pytest; from zoo import cuda, sass; cuda.nvrtc_version(); cuda.cuda_include_dirs()${ZOO_NEED_CUOBJDUMP:+; sass.cuobjdump_path()}"
 
 if [ -n "${ZOO_PYTHON:-}" ]; then
   ZOO_PY=$ZOO_PYTHON
@@ -19,7 +21,10 @@ else
     [ -x "$ZOO_PY" ] || python3 -m venv "$ZOO_ROOT/.venv" || return 1
     "$ZOO_PY" -m pip install -q --upgrade pip >&2 || return 1
     "$ZOO_PY" -c "import torch" >/dev/null 2>&1 || "$ZOO_PY" -m pip install -q "${ZOO_TORCH:-torch==2.13.0}" >&2 || return 1
-    "$ZOO_PY" -m pip install -q -r "$ZOO_ROOT/requirements.txt" >&2 || return 1
+    reqs="$ZOO_ROOT/requirements.txt"
+    driver_cuda=$(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9]*\)\..*/\1/p' | head -n 1)
+    [ "$driver_cuda" = 12 ] && reqs="$ZOO_ROOT/requirements-cu12.txt"
+    "$ZOO_PY" -m pip install -q -r "$reqs" >&2 || return 1
     "$ZOO_PY" -c "$zoo_probe" || { echo "zoo: set-up finished but the check above failed" >&2; return 1; }
   fi
 fi

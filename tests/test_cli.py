@@ -27,10 +27,11 @@ def test_list_shows_the_registry_and_json():
 @no_gpu_only
 @pytest.mark.parametrize("command", [["run", "--auto-arch"], ["info"]])
 def test_gpu_commands_exit_2_with_a_message(command):
-    rc, out, err = run(*command)
+    rc, out, err = run(*command, "--json", "-")
     assert rc == 2
     assert "no CUDA GPU is visible" in err
     assert "Traceback" not in err + out
+    assert json.loads(out) == {"gpu": None}  # stdout stays machine-readable
 
 
 def test_build_check_reports_per_config(tmp_path):

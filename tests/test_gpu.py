@@ -109,10 +109,13 @@ def test_nan_input_is_not_hidden():
 
 
 def test_runs_on_torch_current_stream():
+    """The inputs are written on a side stream after a long sleep: a launch on any other
+    stream would read them before they exist."""
     s = torch.cuda.Stream()
-    a = torch.randn(512, 512, device="cuda", dtype=torch.float16)
-    b = torch.randn(512, 512, device="cuda", dtype=torch.float16)
     with torch.cuda.stream(s):
+        torch.cuda._sleep(100_000_000)  # ~50 ms of GPU time on s
+        a = torch.randn(512, 512, device="cuda", dtype=torch.float16)
+        b = torch.randn(512, 512, device="cuda", dtype=torch.float16)
         out = zoo.mm(a, b, out_dtype=torch.float32)
     s.synchronize()
     assert bench.verify(a, b, out).ok

@@ -30,3 +30,53 @@ def test_bad_out_dtype():
 def test_errors_are_exceptions_not_asserts():
     # ZooError survives `python -O`; it is also what the CLI turns into exit status 1.
     assert issubclass(zoo.ZooError, Exception) and not issubclass(zoo.ZooError, AssertionError)
+
+
+# _row_major decides what the kernels read in place and what they get as a copy.
+def test_row_major_reads_plain_and_sliced_rows_in_place():
+    base = torch.randn(64, 40, dtype=H)
+    t, ld = zoo.gemm._row_major(base, aligned=True)
+    assert t is base and ld == 40
+    sliced = base[:, :33]  # row stride 40: readable, aligned
+    t, ld = zoo.gemm._row_major(sliced, aligned=True)
+    assert t is sliced and ld == 40
+
+
+@pytest.mark.parametrize("make", [
+    lambda: torch.randn(1, 1, dtype=H).expand(300, 1),     # stride-0 rows: all rows alias
+    lambda: torch.randn(1, 7, dtype=H).expand(5, 7),
+    lambda: torch.randn(40, 64, dtype=H).t(),              # column-major
+])
+def test_row_major_copies_what_cannot_be_read_in_place(make):
+    t = make()
+    for aligned in (False, True):
+        copy, ld = zoo.gemm._row_major(t, aligned)
+        assert copy is not t and copy.stride(1) == 1 and ld == copy.stride(0) >= t.shape[1]
+        assert torch.equal(copy[:, :t.shape[1]], t)
+        if aligned:
+            assert ld % 8 == 0 and copy.data_ptr() % 16 == 0
+            assert not copy[:, t.shape[1]:].any()  # padding is zero
+
+
+def test_row_major_aligned_kernels_get_aligned_rows():
+    odd = torch.randn(9, 7, dtype=H)             # row stride 7: rows not 16-byte aligned
+    offset = torch.randn(9, 17, dtype=H)[:, 1:]  # row stride 17 and a 2-byte offset start
+    for t in (odd, offset):
+        assert zoo.gemm._row_major(t, aligned=False)[0] is t  # the sm75 kernel reads these
+        copy, ld = zoo.gemm._row_major(t, aligned=True)
+        assert ld % 8 == 0 and copy.data_ptr() % 16 == 0 and torch.equal(copy[:, :t.shape[1]], t)
+
+
+def test_out_checks_need_no_gpu():
+    a, b = torch.ones(4, 4, dtype=H), torch.ones(4, 4, dtype=H)
+    with pytest.raises(zoo.ZooError, match="out must be a torch.Tensor, got list"):
+        zoo.mm(a, b, out=[1])
+    with pytest.raises(zoo.ZooError, match="out must not overlap a or b"):
+        zoo.gemm._check_out(a, a, b, 4, 4, H)
+    assert not zoo.gemm._overlaps(torch.ones(4, 4, dtype=H), a)
+
+
+def test_sizes_past_int32_are_refused():
+    big = torch.empty(2**31, 0, dtype=H)  # no memory, just a shape
+    with pytest.raises(zoo.ZooError, match="dimensions above"):
+        zoo.gemm.check_inputs(big, torch.empty(0, 1, dtype=H), None)

@@ -182,7 +182,10 @@ def _run_candidates(args, lim, problem):
 
 def cmd_run(args) -> int:
     if not _gpu_available():
+        _write_json(args.json, {"gpu": None})
         return _no_gpu("run")
+    # With --json - stdout carries only the JSON document; the report goes to stderr.
+    show = err_console if args.json == "-" else console
     import torch
     from . import bench
     from .gemm import compiled, device_limits, mm
@@ -200,11 +203,11 @@ def cmd_run(args) -> int:
     problem = registry.Problem(args.m, args.n, args.k, DTYPES[args.dtype], DTYPES[out_name])
     what = f"{args.m}x{args.n}x{args.k} {args.dtype} -> {out_name}"
     candidates = _run_candidates(args, lim, problem)
-    console.print(f"[bold]{lim.part}[/] (CC {lim.cc[0]}.{lim.cc[1]}, {lim.sm_count} SMs), {what}:")
+    show.print(f"[bold]{lim.part}[/] (CC {lim.cc[0]}.{lim.cc[1]}, {lim.sm_count} SMs), {what}:")
     for spec, cfg in candidates:
-        with console.status(f"compiling {spec.name} / {cfg.name} for {spec.compile_arch(lim.cc)} (NVRTC, cached)"):
+        with show.status(f"compiling {spec.name} / {cfg.name} for {spec.compile_arch(lim.cc)} (NVRTC, cached)"):
             compiled(spec, cfg, problem.dtype, problem.out_dtype, idx)
-        console.print(f"  {spec.name} / {cfg.name} ({cfg.describe()})")
+        show.print(f"  {spec.name} / {cfg.name} ({cfg.describe()})")
 
     gen = torch.Generator(device="cuda").manual_seed(args.seed)
     a = torch.randn(args.m, args.k, device="cuda", dtype=dtype, generator=gen)
@@ -214,7 +217,7 @@ def cmd_run(args) -> int:
         out = torch.full((args.m, args.n), float("nan"), device="cuda", dtype=out_dtype)
         mm(a, b, out=out, kernel=spec.name, config=cfg.name)
         checks[spec.name] = bench.verify(a, b, out)
-        console.print(f"verify {spec.name} vs float64: {checks[spec.name].describe()}")
+        show.print(f"verify {spec.name} vs float64: {checks[spec.name].describe()}")
 
     sets = bench.rotation_sets((args.m * args.k + args.k * args.n) * a.element_size(), lim.l2_bytes)
     inputs = [(a, b)] + [(torch.randn_like(a), torch.randn_like(b)) for _ in range(sets - 1)]
@@ -243,7 +246,7 @@ def cmd_run(args) -> int:
         rows.append({"kernel": name, "config": None if is_ref else configs[name], "median_ms": t.median_ms,
                      "tflops": t.tflops(problem.flops), "pct_of_torch": pct, "spread": t.spread,
                      "verify": None if is_ref else asdict(checks[name])})
-    console.print(table)
+    show.print(table)
     first_spec, first_cfg = candidates[0]
     _write_json(args.json, {
         "device": lim.part, "cc": f"{lim.cc[0]}.{lim.cc[1]}", "date": datetime.date.today().isoformat(),

@@ -11,6 +11,7 @@ import ctypes
 import hashlib
 import os
 import re
+import sys
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -76,8 +77,13 @@ def nvrtc_supported_archs() -> list[int]:
     return list(_check(nvrtc.nvrtcGetSupportedArchs(), "nvrtcGetSupportedArchs"))[:count]
 
 
-def cuda_include_dir() -> Path:
-    """CUDA headers NVRTC needs (mma.h, cuda_fp16.h): pip wheels first, then a CUDA toolkit."""
+CUDA_HEADERS = ("mma.h", "crt/mma.h", "cuda_fp16.h", "cuda_bf16.h")  # what the kernels include
+
+
+def cuda_include_dirs() -> list[Path]:
+    """Folders that hold the CUDA headers NVRTC needs (mma.h, crt/mma.h, cuda_fp16.h): pip
+    wheels first (CUDA 13 ships them in one folder, CUDA 12 splits crt/ into the nvcc
+    wheel), then a CUDA toolkit."""
     candidates = []
     try:
         from cuda import pathfinder
@@ -86,17 +92,23 @@ def cuda_include_dir() -> Path:
             candidates.append(Path(found))
     except Exception:  # noqa: BLE001 - pathfinder is optional; fall through to the toolkit
         pass
+    for site in {Path(p) for p in sys.path if p.endswith("site-packages")}:
+        candidates += sorted(site.glob("nvidia/*/include"))
     for env in ("CUDA_HOME", "CUDA_PATH"):
         if os.environ.get(env):
             candidates.append(Path(os.environ[env]) / "include")
     candidates.append(Path("/usr/local/cuda/include"))
-    for path in candidates:
-        if (path / "mma.h").is_file() and (path / "crt" / "mma.h").is_file():
-            return path
-    raise ZooError(
-        "CUDA headers (mma.h, crt/mma.h) not found; install them with "
-        "`pip install nvidia-cuda-runtime nvidia-cuda-crt` or set CUDA_HOME. Looked in: "
-        + ", ".join(map(str, candidates)))
+    dirs = []
+    for header in ("mma.h", "crt/mma.h"):
+        where = next((d for d in candidates if (d / header).is_file()), None)
+        if where is None:
+            raise ZooError(
+                f"CUDA header {header} not found; install it with `pip install nvidia-cuda-runtime "
+                "nvidia-cuda-crt` (CUDA 12: nvidia-cuda-runtime-cu12 nvidia-cuda-nvcc-cu12) or set "
+                "CUDA_HOME. Looked in: " + ", ".join(map(str, dict.fromkeys(candidates))))
+        if where not in dirs:
+            dirs.append(where)
+    return dirs
 
 
 def _included_sources(path: Path, seen: dict[Path, bytes] | None = None) -> dict[Path, bytes]:
@@ -134,14 +146,14 @@ def compile_cubin(source: Path, arch: str, defines: dict[str, int | str] | None 
                   use_cache: bool = True) -> Cubin:
     """Compile a kernel source to a cubin for `arch` (e.g. "sm_75", "sm_90a").
 
-    The cache key hashes the source, every zoo header it includes, the options, the NVRTC
-    version and the arch; CUDA's own headers are pinned by the NVRTC version and their path.
+    The cache key hashes the source, every zoo header it includes, the CUDA headers it
+    includes, the options, the NVRTC version and the arch.
     """
     _, nvrtc = _bindings()
     ctx = {"kernel": kernel, "config": config}
-    include = cuda_include_dir()
+    includes = cuda_include_dirs()
     options = [f"--gpu-architecture={arch}", "-std=c++17", "-default-device", "-lineinfo",
-               f"-I{KERNELS_DIR}", f"-I{include}"]
+               f"-I{KERNELS_DIR}"] + [f"-I{d}" for d in includes]
     options += [f"-D{k}={v}" for k, v in sorted((defines or {}).items())]
     version = nvrtc_version()
 
@@ -150,9 +162,13 @@ def compile_cubin(source: Path, arch: str, defines: dict[str, int | str] | None 
     for path, text in sorted(sources.items()):
         digest.update(path.name.encode())
         digest.update(hashlib.sha256(text).digest())
-    # Include paths are checkout-specific; what they point at is hashed above or pinned here.
+    # CUDA's own headers can change under one path (wheel upgrades): hash the ones we include.
+    for header in CUDA_HEADERS:
+        path = next((d / header for d in includes if (d / header).is_file()), None)
+        digest.update(header.encode() + (hashlib.sha256(path.read_bytes()).digest() if path else b"-"))
+    # Include paths are checkout-specific; what they point at is hashed above.
     portable = [o for o in options if not o.startswith("-I")]
-    digest.update(repr((portable, str(include), version, arch)).encode())
+    digest.update(repr((portable, version, arch)).encode())
     key = digest.hexdigest()
 
     entry = cache_dir() / f"{Path(source).stem}-{arch}-{key[:32]}.cubin"

@@ -14,6 +14,7 @@ from .registry import KernelSpec, Problem
 DTYPE_NAMES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32"}
 INPUT_DTYPES = (torch.float16, torch.bfloat16)
 INT32_MAX = 2**31 - 1
+MAX_DIM = 2**31 - 1024  # kernels index in int32 and round dimensions up to a tile
 ALIGN = 8  # elements: 16 bytes of a 16-bit dtype
 
 
@@ -36,6 +37,8 @@ def check_inputs(a, b, out_dtype) -> torch.dtype:
     if a.shape[1] != b.shape[0]:
         raise ZooError(f"inner dimensions differ: a is {tuple(a.shape)}, b is {tuple(b.shape)} "
                        f"(a's K={a.shape[1]} must equal b's K={b.shape[0]})")
+    if max(a.shape[0], a.shape[1], b.shape[1]) > MAX_DIM:
+        raise ZooError(f"dimensions above {MAX_DIM} are not supported: a {tuple(a.shape)}, b {tuple(b.shape)}")
     if a.dtype != b.dtype:
         raise ZooError(f"a and b must share a dtype, got {a.dtype} and {b.dtype}")
     if a.dtype not in INPUT_DTYPES:
@@ -47,34 +50,45 @@ def check_inputs(a, b, out_dtype) -> torch.dtype:
         raise ZooError(f"a and b are on different devices: {a.device} and {b.device}")
     if a.device.type != "cuda":
         raise ZooError(f"inputs must be CUDA tensors, got device {a.device}")
-    if max(a.shape[0], a.shape[1], b.shape[1]) > INT32_MAX:
-        raise ZooError(f"dimensions above 2^31-1 are not supported: a {tuple(a.shape)}, b {tuple(b.shape)}")
     return out_dtype
 
 
 def _row_major(t: torch.Tensor, aligned: bool) -> tuple[torch.Tensor, int]:
-    """A view the kernel can read in place (unit column stride, row stride >= cols and within
-    int32, and for `aligned` kernels 16-byte-aligned rows), or a copy that is; returns it with
-    its row stride in elements. Aligned copies pad rows to a multiple of 8 elements."""
+    """A view the kernel can read in place, or a copy that it can; returns it with its row
+    stride in elements. In place needs unit column stride (or one column), rows that do not
+    overlap (stride >= cols, so no expanded/broadcast rows) within int32, and for `aligned`
+    kernels (cp.async, TMA) 16-byte-aligned rows. Aligned copies pad rows to 8 elements."""
     rows, cols = t.shape
-    ld = max(t.stride(0), 1)
-    readable = t.stride(1) == 1 and (rows == 1 or ld >= cols) and ld <= INT32_MAX
+    pad = -(-cols // ALIGN) * ALIGN if aligned else cols
+    ld = t.stride(0) if rows > 1 else pad  # a single row's stride is never used to address
+    readable = (cols == 1 or t.stride(1) == 1) and cols <= ld <= INT32_MAX
     if readable and (not aligned or (ld % ALIGN == 0 and t.data_ptr() % 16 == 0)):
         return t, ld
-    if not aligned:
-        return t.contiguous(), cols
-    ld = -(-cols // ALIGN) * ALIGN
-    padded = torch.zeros((rows, ld), dtype=t.dtype, device=t.device)
-    padded[:, :cols] = t
-    return padded, ld
+    copy = torch.zeros((rows, pad), dtype=t.dtype, device=t.device)
+    copy[:, :cols] = t
+    return copy, pad
 
 
-def _check_out(out: torch.Tensor, m: int, n: int, dtype: torch.dtype, device) -> None:
-    if not isinstance(out, torch.Tensor):
-        raise ZooError(f"out must be a torch.Tensor, got {type(out).__name__}")
-    if tuple(out.shape) != (m, n) or out.dtype != dtype or out.device != device:
-        raise ZooError(f"out must be a ({m}, {n}) {dtype} tensor on {device}, got "
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    """The byte range a (non-empty) tensor's elements occupy."""
+    last = sum((n - 1) * st for n, st in zip(t.shape, t.stride()))
+    return t.data_ptr(), t.data_ptr() + (last + 1) * t.element_size()
+
+
+def _overlaps(x: torch.Tensor, y: torch.Tensor) -> bool:
+    if y.numel() == 0 or x.untyped_storage().data_ptr() != y.untyped_storage().data_ptr():
+        return False
+    (x0, x1), (y0, y1) = _span(x), _span(y)
+    return x0 < y1 and y0 < x1
+
+
+def _check_out(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor, m: int, n: int,
+               dtype: torch.dtype) -> None:
+    if tuple(out.shape) != (m, n) or out.dtype != dtype or out.device != a.device:
+        raise ZooError(f"out must be a ({m}, {n}) {dtype} tensor on {a.device}, got "
                        f"{tuple(out.shape)} {out.dtype} on {out.device}")
+    if out.numel() and (_overlaps(out, a) or _overlaps(out, b)):
+        raise ZooError("out must not overlap a or b: the kernel reads them while it writes out")
     if (n > 1 and out.stride(1) != 1) or (m > 1 and out.stride(0) < n) or out.stride(0) > INT32_MAX:
         raise ZooError(f"out must have unit column stride and non-overlapping rows, got strides {out.stride()}")
 
@@ -88,11 +102,13 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None
     the input dtype, or float32 with out_dtype=torch.float32; FP32 accumulation in both. `out`, if given, is
     written and returned (row-major, unit column stride).
     """
+    if out is not None and not isinstance(out, torch.Tensor):
+        raise ZooError(f"out must be a torch.Tensor, got {type(out).__name__}")
     out_dtype = check_inputs(a, b, out_dtype if out is None or out_dtype else out.dtype)
     m, k = a.shape
     n = b.shape[1]
     if out is not None:
-        _check_out(out, m, n, out_dtype, a.device)
+        _check_out(out, a, b, m, n, out_dtype)
     if m == 0 or n == 0 or k == 0:
         return out.zero_() if out is not None else torch.zeros((m, n), dtype=out_dtype, device=a.device)
     device_index = a.device.index if a.device.index is not None else torch.cuda.current_device()
@@ -133,8 +149,8 @@ def launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor
     grid = spec.grid(cfg, m, n)
     if grid[0] > INT32_MAX:
         raise ZooError(f"{m}x{n} needs {grid[0]} blocks of {cfg.block_m}x{cfg.block_n}; the grid allows {INT32_MAX}")
-    fn = compiled(spec, cfg, _dtype_name(a.dtype), _dtype_name(c.dtype), device_index)
-    with torch.cuda.device(device_index):
+    with torch.cuda.device(device_index):  # compiling loads a module: in the right context
+        fn = compiled(spec, cfg, _dtype_name(a.dtype), _dtype_name(c.dtype), device_index)
         cuda.ensure_context(device_index)
         stream = torch.cuda.current_stream(device_index).cuda_stream
         args = [(a.data_ptr(), cuda.POINTER), (b.data_ptr(), cuda.POINTER), (c.data_ptr(), cuda.POINTER),
