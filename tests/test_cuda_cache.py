@@ -1,7 +1,7 @@
 """The NVRTC disk cache: hits, misses on any input change, corrupt entries rebuilt."""
 import pytest
 
-from zoo import ZooCudaError, cuda, registry
+from zoo import ZooCudaError, ZooError, cuda, registry
 
 SPEC = registry.SM75_HGEMM
 DEFINES = SPEC.defines(SPEC.config("64x64"))
@@ -50,3 +50,8 @@ def test_compile_error_carries_the_nvrtc_log(cache_dir, tmp_path):
     err = info.value
     assert err.call == "nvrtcCompileProgram" and "undefined_symbol" in err.log
     assert "[kernel=bad] [config=none]" in str(err) and "NVRTC log" in str(err)
+
+
+def test_an_arch_this_nvrtc_cannot_target_is_a_clear_error(cache_dir):
+    with pytest.raises(ZooError, match=r"NVRTC \d+\.\d+ cannot compile for sm_99"):
+        cuda.compile_cubin(SPEC.source, "sm_99", DEFINES)

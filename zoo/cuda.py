@@ -151,6 +151,12 @@ def compile_cubin(source: Path, arch: str, defines: dict[str, int | str] | None 
     """
     _, nvrtc = _bindings()
     ctx = {"kernel": kernel, "config": config}
+    number = int(re.sub(r"\D", "", arch))
+    if number not in nvrtc_supported_archs():
+        major, minor = nvrtc_version()
+        raise ZooError(f"NVRTC {major}.{minor} cannot compile for {arch} (it knows sm_"
+                       + ", sm_".join(map(str, nvrtc_supported_archs()))
+                       + "); install a newer nvidia-cuda-nvrtc")
     includes = cuda_include_dirs()
     options = [f"--gpu-architecture={arch}", "-std=c++17", "-default-device", "-lineinfo",
                f"-I{KERNELS_DIR}"] + [f"-I{d}" for d in includes]
