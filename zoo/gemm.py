@@ -99,8 +99,8 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None
     """C = a @ b on the GPU with the best kernel of the zoo for the device (or the one named).
 
     a: (M, K) and b: (K, N) CUDA float16 or bfloat16 tensors, any strides. Returns (M, N) in
-    the input dtype, or float32 with out_dtype=torch.float32; FP32 accumulation in both. `out`, if given, is
-    written and returned (row-major, unit column stride).
+    the input dtype, or float32 with out_dtype=torch.float32; FP32 accumulation in both.
+    `out`, if given, is written and returned (row-major, unit column stride, no overlap).
     """
     if out is not None and not isinstance(out, torch.Tensor):
         raise ZooError(f"out must be a torch.Tensor, got {type(out).__name__}")
