@@ -22,8 +22,11 @@ else
     "$ZOO_PY" -m pip install -q --upgrade pip >&2 || return 1
     "$ZOO_PY" -c "import torch" >/dev/null 2>&1 || "$ZOO_PY" -m pip install -q "${ZOO_TORCH:-torch==2.13.0}" >&2 || return 1
     reqs="$ZOO_ROOT/requirements.txt"
-    driver_cuda=$(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9]*\)\..*/\1/p' | head -n 1)
-    [ "$driver_cuda" = 12 ] && reqs="$ZOO_ROOT/requirements-cu12.txt"
+    driver_cuda=
+    if command -v nvidia-smi >/dev/null 2>&1; then
+      driver_cuda=$(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9]*\)\..*/\1/p' | head -n 1) || true
+    fi
+    if [ "$driver_cuda" = 12 ]; then reqs="$ZOO_ROOT/requirements-cu12.txt"; fi
     "$ZOO_PY" -m pip install -q -r "$reqs" >&2 || return 1
     "$ZOO_PY" -c "$zoo_probe" || { echo "zoo: set-up finished but the check above failed" >&2; return 1; }
   fi
