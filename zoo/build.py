@@ -34,11 +34,6 @@ class BuildReport:
     arch: str
     smem_bytes: int
     entries: tuple[EntryReport, ...]
-    from_cache: bool
-
-    @property
-    def ok(self) -> bool:
-        return all(e.ok for e in self.entries)
 
 
 def build_and_check(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits) -> BuildReport:
@@ -59,4 +54,4 @@ def build_and_check(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits) 
         if occ.blocks_per_sm < 1:
             problems.append(f"no block fits an SM ({occ.limiter})")
         entries.append(EntryReport(function, dtypes, res, sig, occ, tuple(problems)))
-    return BuildReport(spec.name, cfg, limits.arch, smem, tuple(entries), cubin.from_cache)
+    return BuildReport(spec.name, cfg, limits.arch, smem, tuple(entries))

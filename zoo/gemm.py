@@ -18,6 +18,11 @@ MAX_DIM = 2**31 - 1024  # kernels index in int32 and round dimensions up to a ti
 ALIGN = 8  # elements: 16 bytes of a 16-bit dtype
 
 
+# The choice depends only on the device and the problem's shape and dtypes: made once each,
+# not on every call (zoo.mm sits inside timed loops).
+_select = functools.lru_cache(maxsize=1024)(registry.select)
+
+
 @functools.lru_cache(maxsize=None)
 def device_limits(device_index: int) -> arch.ArchLimits:
     return arch.from_device(device_index)
@@ -114,7 +119,7 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None
     device_index = a.device.index if a.device.index is not None else torch.cuda.current_device()
     limits = device_limits(device_index)
     problem = Problem(m, n, k, _dtype_name(a.dtype), _dtype_name(out_dtype))
-    spec, cfg = registry.select(limits, problem, kernel_name=kernel, config_name=config)
+    spec, cfg = _select(limits, problem, kernel_name=kernel, config_name=config)
     a, lda = _row_major(a, spec.aligned_rows)
     b, ldb = _row_major(b, spec.aligned_rows)
     c = torch.empty((m, n), dtype=out_dtype, device=a.device) if out is None else out

@@ -15,6 +15,7 @@ from typing import Callable
 from . import configs as cfgs
 from .arch import ArchLimits, device_arch
 from .cuda import KERNELS_DIR, ZooError
+from .sass import occupancy
 
 MIN_CC = (7, 5)  # the oldest kernel of the zoo needs Turing tensor cores
 
@@ -55,10 +56,6 @@ class KernelSpec:
     @property
     def dtypes(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(i for i, _ in self.entry))
-
-    @property
-    def out_dtypes(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(o for _, o in self.entry))
 
     def supports(self, problem: "Problem") -> bool:
         return (problem.dtype, problem.out_dtype) in self.entry
@@ -216,7 +213,6 @@ MIN_RESIDENT_WARPS = 8  # fewer warps per SM leave the register-prefetch pipelin
 def resident_warps(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits) -> int:
     """Warps per SM the config keeps resident, estimated before compiling: registers are
     taken at the per-thread cap (the 64x64-warp-tile kernels use 230-250 of 255)."""
-    from .sass import occupancy
     return occupancy(limits, cfg.threads, limits.max_regs_per_thread, spec.smem_bytes(cfg)).warps_per_sm
 
 

@@ -140,8 +140,9 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
   static_assert(B_ROWS_PER_PASS % 8 == 0, "B copy passes keep the swizzle (period 8 rows)");
   const int a_row = threadIdx.x / A_ROW_CHUNKS, a_col = (threadIdx.x % A_ROW_CHUNKS) * CHUNK;
   const int b_row = threadIdx.x / B_ROW_CHUNKS, b_col = (threadIdx.x % B_ROW_CHUNKS) * CHUNK;
-  const unsigned a_st = smem_addr(As) + 2 * swizzle<A_ROW_CHUNKS>(a_row, a_col);
-  const unsigned b_st = smem_addr(Bs) + 2 * swizzle<B_ROW_CHUNKS>(b_row, b_col);
+  const unsigned a_base = smem_addr(As), b_base = smem_addr(Bs);
+  const unsigned a_st = a_base + 2 * swizzle<A_ROW_CHUNKS>(a_row, a_col);
+  const unsigned b_st = b_base + 2 * swizzle<B_ROW_CHUNKS>(b_row, b_col);
   const T* a_src = A + static_cast<long long>(m0 + a_row) * lda + a_col;  // advance BK per tile
   const T* b_src = B + static_cast<long long>(b_row) * ldb + n0 + b_col;  // advance BK rows
   const long long a_pass = static_cast<long long>(A_ROWS_PER_PASS) * lda;
@@ -189,7 +190,6 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
 #pragma unroll
   for (int j = 0; j < TILES_N / 2; ++j)  // one .trans x4 covers k 0-15 of 16 columns: two n8 tiles
     b_ld[j] = 2 * swizzle<B_ROW_CHUNKS>(lane % 16, warp_n * WARP_N + j * 16 + (lane / 16) * 8);
-  const unsigned a_base = smem_addr(As), b_base = smem_addr(Bs);
 
   unsigned a_frag[2][TILES_M][4], b_frag[2][TILES_N][2];
   auto load_frags = [&](int set, int stage, int kk) {
