@@ -16,10 +16,10 @@ def limits_for(cc):
 
 @pytest.mark.parametrize("cc, expected", [
     ((7, 5), "sm75_hgemm_wmma"),
-    # mma.sync + cp.async on Ampere, Ada, and (until the sm_90a kernel lands) Hopper; Blackwell
+    # mma.sync + cp.async on Ampere and Ada; TMA + wgmma on Hopper only (sm_90a code); Blackwell
     # runs mma.sync but not wgmma.
     ((8, 0), "sm80_gemm_mma"), ((8, 6), "sm80_gemm_mma"), ((8, 9), "sm80_gemm_mma"),
-    ((9, 0), "sm80_gemm_mma"), ((10, 0), "sm80_gemm_mma"), ((12, 0), "sm80_gemm_mma"),
+    ((9, 0), "sm90_gemm_tma_wgmma"), ((10, 0), "sm80_gemm_mma"), ((12, 0), "sm80_gemm_mma"),
 ])
 def test_every_supported_cc_gets_its_kernel(cc, expected):
     spec, cfg = registry.select(limits_for(cc), Problem(4096, 4096, 4096))

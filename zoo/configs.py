@@ -91,8 +91,10 @@ def problems(config: TileConfig, kernel: "KernelSpec", limits: "ArchLimits") -> 
         out.append(f"warp tile {c.warp_m}x{c.warp_n} is not a multiple of the {mma_m}x{mma_n} MMA shape")
     if c.block_k % mma_k:
         out.append(f"block_k {c.block_k} is not a multiple of the MMA k ({mma_k})")
-    if not out and c.threads != 32 * c.warps:
-        out.append(f"threads {c.threads} != 32 x {c.warps} warps of the block/warp tiling")
+    if not out:
+        threads, layout = kernel.thread_layout(c)
+        if c.threads != threads:
+            out.append(f"threads {c.threads} != {layout} of the block/warp tiling")
     if c.threads > 1024:
         out.append(f"threads {c.threads} > 1024 per block")
     if c.stages not in kernel.stages:

@@ -1,13 +1,14 @@
 """The one module that talks to cuda-python (`cuda.bindings`).
 
-NVRTC compile to a cubin (with a disk cache), module load, function lookup, launch on
-torch's current stream, device attributes, and the translation of every CUresult /
-nvrtcResult into a ZooCudaError. Nothing else in the zoo imports cuda.bindings.
+NVRTC compile to a cubin (with a disk cache), module load, function lookup, launch
+(cuLaunchKernelEx) on torch's current stream, TMA tensor maps (cuTensorMapEncodeTiled),
+device attributes, and the translation of every CUresult / nvrtcResult into a ZooCudaError. Nothing else in the zoo imports cuda.bindings.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import os
 import re
@@ -294,13 +295,20 @@ class Function:
         self.ctx = {"kernel": kernel or name, "config": config}
 
     def launch(self, grid: tuple[int, int, int], block: tuple[int, int, int],
-               args: list[tuple[object, type]], stream: int) -> None:
+               args: list[tuple[object, type | None]], stream: int) -> None:
+        """cuLaunchKernelEx on `stream`. An argument typed None is passed by address (a
+        tensor map from tensor_map_2d, 128 bytes by value)."""
         driver, _ = _bindings()
+        config = driver.CUlaunchConfig()
+        config.gridDimX, config.gridDimY, config.gridDimZ = grid
+        config.blockDimX, config.blockDimY, config.blockDimZ = block
+        config.sharedMemBytes = self.smem_bytes
+        config.hStream = driver.CUstream(stream)
+        config.numAttrs = 0
         values = tuple(v for v, _ in args)
         types = tuple(t for _, t in args)
-        _check(driver.cuLaunchKernel(self.handle, *grid, *block, self.smem_bytes,
-                                     driver.CUstream(stream), (values, types), 0),
-               "cuLaunchKernel", **self.ctx)
+        _check(driver.cuLaunchKernelEx(config, self.handle, (values, types), 0),
+               "cuLaunchKernelEx", **self.ctx)
 
 
 def load_function(device_index: int, cubin: Cubin, name: str, smem_bytes: int, *,
@@ -352,3 +360,43 @@ def max_active_blocks(fn: Function, threads: int) -> int:
 # ctypes types for kernel arguments, so callers never import cuda.bindings.
 POINTER = ctypes.c_void_p
 INT32 = ctypes.c_int
+
+
+# ----------------------------------------------------------------------------- TMA
+
+_TMA_DTYPES = {"float16": ("CU_TENSOR_MAP_DATA_TYPE_FLOAT16", 2),
+               "bfloat16": ("CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", 2),
+               "float32": ("CU_TENSOR_MAP_DATA_TYPE_FLOAT32", 4)}
+TMA_SWIZZLE_BYTES = 128  # the kernels' shared-memory tiles use the 128-byte swizzle
+
+
+@functools.lru_cache(maxsize=256)
+def tensor_map_2d(address: int, dtype: str, rows: int, cols: int, row_stride: int,
+                  box_rows: int, box_cols: int):
+    """A TMA descriptor (cuTensorMapEncodeTiled) of a row-major (rows, cols) matrix at
+    `address` with `row_stride` elements per row: boxes of box_rows x box_cols, 128-byte
+    swizzle, elements outside the matrix read as zero. Pass it as a kernel argument typed
+    None. Cached: it depends only on these values."""
+    driver, _ = _bindings()
+    if dtype not in _TMA_DTYPES:
+        raise ZooError(f"TMA tensor maps of {dtype} are not supported ({', '.join(_TMA_DTYPES)})")
+    name, size = _TMA_DTYPES[dtype]
+    # One row's stride is never used to address; it only has to be legal.
+    stride = row_stride * size if rows > 1 else -(-cols * size // 16) * 16
+    if address % 16 or stride % 16:
+        raise ZooError(f"TMA needs a 16-byte-aligned base and row stride; got address {address:#x}, "
+                       f"row stride {stride} B")
+    if box_cols * size > TMA_SWIZZLE_BYTES or not (1 <= box_rows <= 256):
+        raise ZooError(f"TMA box {box_rows}x{box_cols} of {dtype}: rows must be 1-256 and a row "
+                       f"at most {TMA_SWIZZLE_BYTES} bytes (the swizzle span)")
+    _check(driver.cuInit(0), "cuInit")
+    tensor_map = _check(driver.cuTensorMapEncodeTiled(
+        getattr(driver.CUtensorMapDataType, name), 2, address,
+        [driver.cuuint64_t(cols), driver.cuuint64_t(rows)], [driver.cuuint64_t(stride)],
+        [driver.cuuint32_t(box_cols), driver.cuuint32_t(box_rows)], [driver.cuuint32_t(1)] * 2,
+        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+        "cuTensorMapEncodeTiled")
+    return tensor_map

@@ -52,6 +52,14 @@ class KernelSpec:
     sass_required: tuple[tuple[str, str], ...]   # (regex, what it proves)
     sass_forbidden: tuple[tuple[str, str], ...]
     description: str = ""
+    # (threads per block, how they split) for a config's tiling; warps of WARP_M x WARP_N here.
+    thread_layout: Callable[[cfgs.TileConfig], tuple[int, str]] = lambda c: (32 * c.warps, f"32 x {c.warps} warps")
+    # Registers per thread the block is launched with, when the kernel fixes it (setmaxnreg);
+    # None: assume the arch's per-thread cap until the cubin says otherwise.
+    launch_registers: Callable[[cfgs.TileConfig], int] | None = None
+    persistent: bool = False             # grid of min(tiles, SMs) blocks looping over tiles
+    # TMA boxes (rows, cols) of A and B: the kernel reads them through tensor maps, not pointers.
+    tma_boxes: Callable[[cfgs.TileConfig], tuple[tuple[int, int], tuple[int, int]]] | None = None
 
     @property
     def dtypes(self) -> tuple[str, ...]:
@@ -87,8 +95,9 @@ class KernelSpec:
                 "ZOO_WARP_M": c.warp_m, "ZOO_WARP_N": c.warp_n, "ZOO_STAGES": c.stages,
                 "ZOO_GROUP_M": c.group_m, "ZOO_SMEM_BYTES": self.smem_bytes(c)}
 
-    def grid(self, c: cfgs.TileConfig, m: int, n: int) -> tuple[int, int, int]:
-        return (c.tiles(m, n), 1, 1)
+    def grid(self, c: cfgs.TileConfig, m: int, n: int, sm_count: int) -> tuple[int, int, int]:
+        tiles = c.tiles(m, n)
+        return (min(tiles, sm_count) if self.persistent else tiles, 1, 1)
 
 
 # ----------------------------------------------------------------------------- shared rules
@@ -179,7 +188,84 @@ SM80_GEMM = KernelSpec(
     description="cp.async multistage ring, ldmatrix + mma.sync m16n8k16, XOR-swizzled smem",
 )
 
-KERNELS: tuple[KernelSpec, ...] = (SM75_HGEMM, SM80_GEMM)
+# ----------------------------------------------------------------------------- sm_90a
+
+SM90_THREADS_PER_WARPGROUP = 128
+SM90_PRODUCER_REGS = 40       # PRODUCER_REGS in kernels/sm90/gemm_tma_wgmma.cu
+TMA_SWIZZLE_COLS = 64         # 16-bit elements in one 128-byte swizzled row
+
+
+def _sm90_consumers(c: cfgs.TileConfig) -> int:
+    return c.warps  # each "warp tile" of an sm90 config is one consumer warpgroup's slice
+
+
+def _sm90_threads(c: cfgs.TileConfig) -> tuple[int, str]:
+    n = _sm90_consumers(c)
+    return SM90_THREADS_PER_WARPGROUP * (1 + n), f"128 x (1 producer + {n} consumer warpgroups)"
+
+
+def _sm90_launch_registers(c: cfgs.TileConfig) -> int:
+    """LAUNCH_REGS in the kernel: the register file split evenly, in multiples of 8."""
+    return (65536 // _sm90_threads(c)[0]) // 8 * 8
+
+
+def _sm90_consumer_registers(c: cfgs.TileConfig) -> int:
+    """CONSUMER_REGS in the kernel: what the producer's setmaxnreg.dec frees, shared out."""
+    total = _sm90_launch_registers(c) * _sm90_threads(c)[0]
+    free = (total - SM90_PRODUCER_REGS * SM90_THREADS_PER_WARPGROUP) // (_sm90_consumers(c) * SM90_THREADS_PER_WARPGROUP)
+    return min(free // 8 * 8, 256)
+
+
+def _sm90_smem(c: cfgs.TileConfig) -> int:
+    """Same formula as SMEM_BYTES in kernels/sm90/gemm_tma_wgmma.cu: 1024 B of alignment
+    slack, the ring, and a full and an empty mbarrier per stage."""
+    return 1024 + c.stages * (c.block_m * c.block_k + c.block_k * c.block_n) * 2 + 2 * c.stages * 8
+
+
+def _sm90_rules(c: cfgs.TileConfig) -> list[str]:
+    out = []
+    if c.block_k != TMA_SWIZZLE_COLS:
+        out.append(f"block_k {c.block_k} must be {TMA_SWIZZLE_COLS}: one 128-byte swizzled row of A per K-tile")
+    if c.warp_m != 64:
+        out.append(f"warp_m {c.warp_m} must be 64: a consumer warpgroup issues wgmma m64")
+    if c.warp_n not in (128, 256):
+        out.append(f"warp_n {c.warp_n} must be 128 or 256 (the wgmma N the kernel instantiates)")
+    if c.block_n % TMA_SWIZZLE_COLS:
+        out.append(f"block_n {c.block_n} must be a multiple of {TMA_SWIZZLE_COLS} (whole 128-byte B boxes)")
+    if c.block_m > 256:
+        out.append(f"block_m {c.block_m} > 256, the largest TMA box dimension")
+    if _sm90_consumers(c) != 2:
+        # With 384 threads the block is launched at 168 registers; the producer frees 128 x 128
+        # and the two consumers take exactly that. Other splits are not tuned or tested.
+        out.append(f"{_sm90_consumers(c)} consumer warpgroups; the kernel's register split assumes 2")
+    elif _sm90_consumer_registers(c) < c.warp_n // 2 + 40:
+        out.append(f"{c.warp_n // 2} fp32 accumulators do not fit the consumers' "
+                   f"{_sm90_consumer_registers(c)} registers")
+    return out
+
+
+SM90_GEMM = KernelSpec(
+    name="sm90_gemm_tma_wgmma",
+    source=KERNELS_DIR / "sm90" / "gemm_tma_wgmma.cu",
+    config_file=cfgs.CONFIGS_DIR / "sm90_gemm_tma_wgmma.yaml",
+    min_cc=(9, 0), exact_cc=(9, 0), arch_specific=True,
+    offline_archs=("sm_90a",), layouts=("row x row",),
+    entry={("float16", "float16"): "zoo_gemm_sm90_f16_f16out",
+           ("float16", "float32"): "zoo_gemm_sm90_f16_f32out",
+           ("bfloat16", "bfloat16"): "zoo_gemm_sm90_bf16_bf16out",
+           ("bfloat16", "float32"): "zoo_gemm_sm90_bf16_f32out"},
+    aligned_rows=True, mma_shape=(64, 8, 16), stages=tuple(range(2, 9)),
+    smem_bytes=_sm90_smem, rules=_sm90_rules,
+    sass_required=((r"\bHGMMA\.", "HGMMA"), (r"\bUTMALDG\b", "UTMALDG"),
+                   (r"\bSYNCS\.", "SYNCS (mbarrier)"), (r"\bUSETMAXREG\b", "USETMAXREG")),
+    sass_forbidden=((r"\b(LDL|STL)\b", "LDL/STL (local memory)"),
+                    (r"\bHMMA\.", "HMMA (the legacy tensor-core path)")),
+    description="TMA + mbarrier ring, warp-specialized producer/consumers, wgmma, persistent",
+    thread_layout=_sm90_threads, launch_registers=_sm90_launch_registers, persistent=True,
+    tma_boxes=lambda c: ((c.block_m, c.block_k), (c.block_k, TMA_SWIZZLE_COLS)),
+)
+
+KERNELS: tuple[KernelSpec, ...] = (SM75_HGEMM, SM80_GEMM, SM90_GEMM)
 
 
 def offline_archs() -> list[str]:
@@ -212,8 +298,10 @@ MIN_RESIDENT_WARPS = 8  # fewer warps per SM leave the register-prefetch pipelin
 
 def resident_warps(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits) -> int:
     """Warps per SM the config keeps resident, estimated before compiling: registers are
-    taken at the per-thread cap (the 64x64-warp-tile kernels use 230-250 of 255)."""
-    return occupancy(limits, cfg.threads, limits.max_regs_per_thread, spec.smem_bytes(cfg)).warps_per_sm
+    the kernel's launch budget, else the per-thread cap (the 64x64-warp-tile kernels use
+    230-250 of 255)."""
+    regs = spec.launch_registers(cfg) if spec.launch_registers else limits.max_regs_per_thread
+    return occupancy(limits, cfg.threads, regs, spec.smem_bytes(cfg)).warps_per_sm
 
 
 def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem) -> cfgs.TileConfig:

@@ -1,0 +1,244 @@
+// gemm_tma_wgmma.cu: the zoo's Hopper kernel, a warp-specialized TMA + WGMMA GEMM (sm_90a).
+//
+//   C[M,N] = A[M,K] @ B[K,N]; A and B row-major fp16 or bf16, read through TMA tensor maps
+//   (row strides multiples of 16 bytes, 16-byte-aligned bases: the host copies other inputs);
+//   C row-major (ldc) in the input dtype or fp32. FP32 accumulation. Any M, N, K >= 1.
+//   Entry points: zoo_gemm_sm90_{f16,bf16}_{f16,bf16,f32}out (input dtype, output dtype).
+//   Runs on CC 9.0 only (wgmma, setmaxnreg: compiled for sm_90a by NVRTC in zoo/cuda.py, with
+//   the tile shape and STAGES as -D defines).
+//
+// Launch (persistent): min(tiles, SMs) blocks of 128 x (1 + CONSUMERS) threads, one per SM,
+//   ZOO_SMEM_BYTES of dynamic shared memory; each block walks tiles blockIdx.x, +gridDim.x, ...
+//   in grouped (L2-friendly) order. tmap_a: (M rows, K cols), box BK x BM; tmap_b: (K rows,
+//   N cols), box 64 x BK; both with 128-byte swizzle and zero fill outside the tensor.
+//
+// Pipeline (warp-specialized): warpgroup 0 is the producer: one thread issues the TMA loads of
+//   each K-tile into a ring of STAGES shared-memory buffers, after waiting on that stage's
+//   "empty" mbarrier; the loads complete on its "full" mbarrier (expect_tx bytes). Warpgroups
+//   1..CONSUMERS each own a 64 x WG_N slice of the tile: they wait on "full", issue BK/16
+//   wgmma m64nWG_Nk16 from shared-memory descriptors, and release the stage ("empty") once the
+//   next K-tile's MMAs are in flight (wgmma.wait_group 1), so the tensor cores never wait on a
+//   release. setmaxnreg moves registers from the producer to the consumers' accumulators.
+//   The producer runs ahead into the next tile while the consumers store this one.
+// Shared memory: A stage = BM rows x 128 B (K-major, 128B swizzle); B stage = BN/64 boxes of
+//   BK rows x 128 B (N-major, 128B swizzle; wgmma reads it transposed). Stages are 1024-byte
+//   aligned, as the swizzle atom (8 rows x 128 B) requires.
+//
+// Run it: zoo run --auto-arch on an H100/H200, or zoo run --kernel sm90_gemm_tma_wgmma
+
+#include "common/zoo_common.cuh"
+#include "sm90/sm90_ptx.cuh"
+
+#ifndef ZOO_BM
+#define ZOO_BM 128
+#define ZOO_BN 256
+#define ZOO_BK 64
+#define ZOO_WARP_M 64
+#define ZOO_WARP_N 256
+#define ZOO_STAGES 4
+#define ZOO_GROUP_M 8
+#define ZOO_SMEM_BYTES 197696
+#endif
+
+namespace zoo_sm90 {
+
+constexpr int BM = ZOO_BM, BN = ZOO_BN, BK = ZOO_BK, STAGES = ZOO_STAGES;
+constexpr int WG_M = ZOO_WARP_M, WG_N = ZOO_WARP_N;  // one consumer warpgroup's slice
+constexpr int CONSUMERS = (BM / WG_M) * (BN / WG_N);
+constexpr int WG_THREADS = 128;
+constexpr int THREADS = WG_THREADS * (1 + CONSUMERS);
+
+constexpr int SWIZZLE_BYTES = 128;                 // one swizzled row: 64 16-bit elements
+constexpr int BOX_COLS = SWIZZLE_BYTES / 2;
+constexpr int ATOM_BYTES = 8 * SWIZZLE_BYTES;      // swizzle atom: 8 rows x 128 B
+constexpr int A_STAGE_BYTES = BM * BK * 2;
+constexpr int B_BOX_BYTES = BK * BOX_COLS * 2;     // one TMA box of B: BK rows x 64 columns
+constexpr int B_STAGE_BYTES = BK * BN * 2;
+constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
+constexpr int BARRIER_BYTES = 2 * STAGES * 8;      // a full and an empty mbarrier per stage
+constexpr int ALIGN_SLACK = 1024;                  // dynamic smem is rounded up to 1024 B here
+constexpr int SMEM_BYTES = ALIGN_SLACK + STAGES * STAGE_BYTES + BARRIER_BYTES;
+constexpr int K_STEPS = BK / 16;                   // wgmma k16 per K-tile
+
+// Registers: the block is launched at 65536 / THREADS per thread (a multiple of 8); the
+// producer drops to PRODUCER_REGS and the consumers take what it frees (setmaxnreg counts
+// in multiples of 8, at most 256).
+constexpr int LAUNCH_REGS = (65536 / THREADS) / 8 * 8;
+constexpr int PRODUCER_REGS = 40;
+constexpr int CONSUMER_REGS_FREE =
+    ((LAUNCH_REGS * THREADS - PRODUCER_REGS * WG_THREADS) / (CONSUMERS * WG_THREADS)) / 8 * 8;
+constexpr int CONSUMER_REGS = CONSUMER_REGS_FREE < 256 ? CONSUMER_REGS_FREE : 256;
+
+static_assert(BK == BOX_COLS, "a K-tile of A is one 128-byte swizzled row per M row");
+static_assert(WG_M == 64, "a consumer warpgroup issues wgmma m64");
+static_assert(WG_N == 128 || WG_N == 256, "wgmma wrappers exist for N = 128 and 256");
+static_assert(BM % WG_M == 0 && BN % WG_N == 0 && BN % BOX_COLS == 0, "tile must split");
+static_assert(BM <= 256 && BK <= 256, "TMA box dimensions are at most 256");
+static_assert(CONSUMERS >= 1 && CONSUMERS <= 3, "one producer and 1-3 consumer warpgroups");
+static_assert(STAGES >= 2, "the ring needs at least two stages");
+static_assert(A_STAGE_BYTES % ATOM_BYTES == 0 && B_BOX_BYTES % ATOM_BYTES == 0,
+              "stages and boxes must keep 1024-byte alignment");
+static_assert(CONSUMER_REGS >= 8 * (WG_N / 16) + 40, "the accumulators must fit the consumers' registers");
+static_assert(SMEM_BYTES == ZOO_SMEM_BYTES, "host smem formula (zoo/registry.py) disagrees with the kernel");
+
+// Stores two adjacent outputs (row, col), (row, col + 1); `pair` when both are inside N and
+// C's element pairs are aligned for one vector store.
+__device__ __forceinline__ void store2(float* p, float x, float y, bool pair, bool second) {
+  if (pair) {
+    *reinterpret_cast<float2*>(p) = make_float2(x, y);
+  } else {
+    p[0] = x;
+    if (second) p[1] = y;
+  }
+}
+__device__ __forceinline__ void store2(half* p, float x, float y, bool pair, bool second) {
+  if (pair) {
+    *reinterpret_cast<half2*>(p) = __floats2half2_rn(x, y);
+  } else {
+    p[0] = __float2half_rn(x);
+    if (second) p[1] = __float2half_rn(y);
+  }
+}
+__device__ __forceinline__ void store2(__nv_bfloat16* p, float x, float y, bool pair, bool second) {
+  if (pair) {
+    *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x, y);
+  } else {
+    p[0] = __float2bfloat16_rn(x);
+    if (second) p[1] = __float2bfloat16_rn(y);
+  }
+}
+
+template <bool BF16, typename OutT>
+__device__ __forceinline__ void gemm(const TensorMap* tmap_a, const TensorMap* tmap_b, OutT* C,
+                                     int M, int N, int K, int ldc) {
+  extern __shared__ unsigned char smem_raw[];
+  const unsigned smem_base = (smem_u32(smem_raw) + ALIGN_SLACK - 1) & ~unsigned(ALIGN_SLACK - 1);
+  const unsigned a_smem = smem_base;                         // STAGES x A_STAGE_BYTES
+  const unsigned b_smem = smem_base + STAGES * A_STAGE_BYTES;  // STAGES x B_STAGE_BYTES
+  const unsigned full_bar = smem_base + STAGES * STAGE_BYTES;  // STAGES x 8 B
+  const unsigned empty_bar = full_bar + STAGES * 8;            // STAGES x 8 B
+
+  const int warpgroup = threadIdx.x / WG_THREADS;
+  const int tiles_m = zoo::ceil_div(M, BM), tiles_n = zoo::ceil_div(N, BN);
+  const int tiles = tiles_m * tiles_n;
+  const int k_tiles = zoo::ceil_div(K, BK);
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(full_bar + 8 * s, 1);                 // the producer's expect_tx arrival
+      mbar_init(empty_bar + 8 * s, CONSUMERS * 4);    // one arrival per consumer warp
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+
+  if (warpgroup == 0) {
+    // ---- Producer: one thread keeps the ring full, across tiles.
+    setmaxnreg_dec<PRODUCER_REGS>();
+    if (threadIdx.x == 0) {
+      tma_prefetch_descriptor(tmap_a);
+      tma_prefetch_descriptor(tmap_b);
+      int stage = 0;
+      unsigned phase = 0;
+      for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        int tile_m, tile_n;
+        zoo::grouped_tile(tile, tiles_m, tiles_n, ZOO_GROUP_M, tile_m, tile_n);
+        for (int kt = 0; kt < k_tiles; ++kt) {
+          mbar_wait(empty_bar + 8 * stage, phase ^ 1);
+          const unsigned bar = full_bar + 8 * stage;
+          mbar_arrive_expect_tx(bar, STAGE_BYTES);
+          tma_load_2d(a_smem + stage * A_STAGE_BYTES, tmap_a, bar, kt * BK, tile_m * BM);
+#pragma unroll
+          for (int box = 0; box < BN / BOX_COLS; ++box)
+            tma_load_2d(b_smem + stage * B_STAGE_BYTES + box * B_BOX_BYTES, tmap_b, bar,
+                        tile_n * BN + box * BOX_COLS, kt * BK);
+          if (++stage == STAGES) stage = 0, phase ^= 1;
+        }
+      }
+    }
+    return;
+  }
+
+  // ---- Consumers: warpgroup c computes rows wg_m0.., columns wg_n0.. of each tile.
+  setmaxnreg_inc<CONSUMER_REGS>();
+  const int consumer = warpgroup - 1;
+  const int wg_m0 = (consumer % (BM / WG_M)) * WG_M, wg_n0 = (consumer / (BM / WG_M)) * WG_N;
+  const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
+
+  // Descriptors of stage 0 for this warpgroup's slice; a stage, a k16 step and a B box are
+  // byte offsets added to the start-address field (>> 4).
+  // A: K-major, 8-row groups 1024 B apart (SBO); LBO unused with a swizzle this wide.
+  const unsigned long long desc_a0 = sw128_descriptor(a_smem + wg_m0 * SWIZZLE_BYTES, 16, ATOM_BYTES);
+  // B: N-major; 64-column boxes B_BOX_BYTES apart (LBO), 8-row K groups 1024 B apart (SBO).
+  const unsigned long long desc_b0 =
+      sw128_descriptor(b_smem + (wg_n0 / BOX_COLS) * B_BOX_BYTES, B_BOX_BYTES, ATOM_BYTES);
+
+  // Output pairs can be stored as one vector when C's rows keep pairs aligned.
+  const bool c_pairs = (ldc % 2 == 0) && (reinterpret_cast<uintptr_t>(C) % (2 * sizeof(OutT)) == 0);
+
+  float acc[WG_N / 2];
+#pragma unroll
+  for (int i = 0; i < WG_N / 2; ++i) acc[i] = 0.f;
+
+  int stage = 0;
+  unsigned phase = 0;
+  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    int tile_m, tile_n;
+    zoo::grouped_tile(tile, tiles_m, tiles_n, ZOO_GROUP_M, tile_m, tile_n);
+
+    int prev_stage = -1;
+    for (int kt = 0; kt < k_tiles; ++kt) {
+      mbar_wait(full_bar + 8 * stage, phase);
+      wgmma_fence();
+#pragma unroll
+      for (int ks = 0; ks < K_STEPS; ++ks) {
+        const unsigned long long a = desc_a0 + ((stage * A_STAGE_BYTES + ks * 32) >> 4);
+        const unsigned long long b = desc_b0 + ((stage * B_STAGE_BYTES + ks * 16 * SWIZZLE_BYTES) >> 4);
+        Wgmma<WG_N, BF16>::mma(acc, a, b, (kt > 0 || ks > 0) ? 1 : 0);
+      }
+      wgmma_commit();
+      // This K-tile's MMAs stay in flight; the previous one's are done, so its stage is free.
+      wgmma_wait<1>();
+      fence_accumulators(acc);
+      if (prev_stage >= 0 && lane == 0) mbar_arrive(empty_bar + 8 * prev_stage);
+      prev_stage = stage;
+      if (++stage == STAGES) stage = 0, phase ^= 1;
+    }
+    wgmma_wait<0>();
+    fence_accumulators(acc);
+    if (lane == 0) mbar_arrive(empty_bar + 8 * prev_stage);
+
+    // Epilogue: the wgmma accumulator layout, 16 rows per warp; each thread holds column
+    // pairs (2 * (lane % 4) + 8 j) of rows lane / 4 and lane / 4 + 8.
+    const int row0 = tile_m * BM + wg_m0 + warp * 16 + lane / 4;
+    const int col0 = tile_n * BN + wg_n0 + 2 * (lane % 4);
+#pragma unroll
+    for (int half_rows = 0; half_rows < 2; ++half_rows) {
+      const int row = row0 + 8 * half_rows;
+      if (row >= M) continue;
+      OutT* const c_row = C + static_cast<long long>(row) * ldc;
+#pragma unroll
+      for (int j = 0; j < WG_N / 8; ++j) {
+        const int col = col0 + 8 * j;
+        if (col < N)
+          store2(c_row + col, acc[4 * j + 2 * half_rows], acc[4 * j + 2 * half_rows + 1],
+                 c_pairs && col + 1 < N, col + 1 < N);
+      }
+    }
+  }
+}
+
+}  // namespace zoo_sm90
+
+#define ZOO_SM90_ENTRY(NAME, BF16, OUT_T)                                                   \
+  extern "C" __global__ void __launch_bounds__(zoo_sm90::THREADS, 1)                        \
+      NAME(const __grid_constant__ zoo_sm90::TensorMap tmap_a,                               \
+           const __grid_constant__ zoo_sm90::TensorMap tmap_b, OUT_T* __restrict__ C, int M,  \
+           int N, int K, int ldc) {                                                         \
+    zoo_sm90::gemm<BF16, OUT_T>(&tmap_a, &tmap_b, C, M, N, K, ldc);                         \
+  }
+
+ZOO_SM90_ENTRY(zoo_gemm_sm90_f16_f16out, false, half)
+ZOO_SM90_ENTRY(zoo_gemm_sm90_f16_f32out, false, float)
+ZOO_SM90_ENTRY(zoo_gemm_sm90_bf16_bf16out, true, __nv_bfloat16)
+ZOO_SM90_ENTRY(zoo_gemm_sm90_bf16_f32out, true, float)

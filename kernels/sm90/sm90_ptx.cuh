@@ -1,0 +1,172 @@
+// sm90_ptx.cuh: the Hopper (sm_90a) instructions the zoo's TMA/WGMMA kernels use, one thin
+// inline-PTX wrapper each: mbarrier, TMA (cp.async.bulk.tensor), wgmma and setmaxnreg.
+// Names follow the PTX ISA so a reader can look each one up; comments say why it is there.
+#pragma once
+
+#include "common/zoo_common.cuh"
+
+namespace zoo_sm90 {
+
+// A CUtensorMap as the kernel sees it: 128 opaque bytes, 64-byte aligned, built on the host by
+// cuTensorMapEncodeTiled (zoo/cuda.py) and passed by value as a __grid_constant__ parameter.
+struct alignas(64) TensorMap {
+  unsigned long long opaque[16];
+};
+
+__device__ __forceinline__ unsigned smem_u32(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// ---- mbarrier: a full/empty pair per pipeline stage.
+
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned arrivals) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(arrivals) : "memory");
+}
+
+// Makes the initialised barriers visible to the async proxy (the TMA unit) and the cluster.
+__device__ __forceinline__ void mbar_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+// The producer's arrival: counts one arrival and announces the bytes the TMA will deliver.
+__device__ __forceinline__ void mbar_arrive_expect_tx(unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+
+// Waits until the phase with the given parity has completed. A fresh barrier counts its
+// (virtual) previous phase, parity 1, as complete: the producer's first pass through the
+// empty barriers does not block.
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+  unsigned done;
+  do {
+    asm volatile(
+        "{ .reg .pred p;\n"
+        "  mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "  selp.u32 %0, 1, 0, p; }"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+// ---- TMA: one 2-D box from global memory into shared memory, completing on an mbarrier.
+// Coordinates are (column, row) of the box's first element; parts outside the tensor are
+// zero-filled and still counted in the barrier's transaction bytes.
+
+__device__ __forceinline__ void tma_prefetch_descriptor(const TensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<unsigned long long>(map)) : "memory");
+}
+
+__device__ __forceinline__ void tma_load_2d(unsigned dst, const TensorMap* map, unsigned bar,
+                                            int col, int row) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4}], [%2];" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(col), "r"(row)
+      : "memory");
+}
+
+// ---- setmaxnreg: the producer warpgroup gives registers back, the consumers take them.
+
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(REGS));
+}
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(REGS));
+}
+
+// ---- wgmma: shared-memory matrix descriptors and the asynchronous warpgroup MMA.
+
+// Descriptor of a 128-byte-swizzled operand tile (PTX ISA, "Matrix Descriptor Format"):
+// start address, leading- and stride-dimension byte offsets (all >> 4), layout type 1 =
+// 128B swizzle. Tiles start on 1024-byte boundaries (a whole swizzle atom: 8 rows x 128 B),
+// so the base-offset field stays 0.
+__device__ __forceinline__ unsigned long long sw128_descriptor(unsigned smem_addr, unsigned lbo,
+                                                               unsigned sbo) {
+  return static_cast<unsigned long long>((smem_addr & 0x3FFFF) >> 4) |
+         (static_cast<unsigned long long>((lbo & 0x3FFFF) >> 4) << 16) |
+         (static_cast<unsigned long long>((sbo & 0x3FFFF) >> 4) << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int PENDING>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(PENDING) : "memory");
+}
+
+// Keeps the compiler from moving accumulator reads or writes across an async MMA.
+template <int N>
+__device__ __forceinline__ void fence_accumulators(float (&d)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+#define ZOO_ACC8(i)                                                                         \
+  "+f"(d[i + 0]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]),           \
+      "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define ZOO_ACC64(i)                                                                        \
+  ZOO_ACC8(i + 0), ZOO_ACC8(i + 8), ZOO_ACC8(i + 16), ZOO_ACC8(i + 24), ZOO_ACC8(i + 32),   \
+      ZOO_ACC8(i + 40), ZOO_ACC8(i + 48), ZOO_ACC8(i + 56)
+#define ZOO_ACC128 ZOO_ACC64(0), ZOO_ACC64(64)
+#define ZOO_REGS64                                                                          \
+  "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                  \
+  "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "        \
+  "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "        \
+  "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+#define ZOO_REGS128                                                                         \
+  ZOO_REGS64 ", "                                                                           \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "        \
+  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "        \
+  "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, "  \
+  "%111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, "    \
+  "%125, %126, %127"
+
+// D(64xN, f32) (+)= A(64x16, K-major) * B(16xN, N-major: imm-trans-b = 1), both from shared
+// memory. `accumulate` = 0 overwrites D (a tile's first K-step needs no zeroed registers).
+// TYPE is "f16" or "bf16"; DA, DB, SCALE are the operand numbers after the N/2 accumulators.
+#define ZOO_WGMMA(N, REGS, ACC, TYPE, DA, DB, SCALE)                                        \
+  asm volatile(                                                                             \
+      "{ .reg .pred p;\n"                                                                   \
+      "  setp.ne.b32 p, %" #SCALE ", 0;\n"                                                  \
+      "  wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " {" REGS "},"      \
+      " %" #DA ", %" #DB ", p, 1, 1, 0, 1; }"                                               \
+      : ACC                                                                                 \
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate))
+
+template <int N, bool BF16>
+struct Wgmma;  // N = 128 or 256 columns per warpgroup
+
+template <bool BF16>
+struct Wgmma<256, BF16> {
+  static __device__ __forceinline__ void mma(float (&d)[128], unsigned long long desc_a,
+                                             unsigned long long desc_b, int accumulate) {
+    if constexpr (BF16) {
+      ZOO_WGMMA(256, ZOO_REGS128, ZOO_ACC128, "bf16", 128, 129, 130);
+    } else {
+      ZOO_WGMMA(256, ZOO_REGS128, ZOO_ACC128, "f16", 128, 129, 130);
+    }
+  }
+};
+
+template <bool BF16>
+struct Wgmma<128, BF16> {
+  static __device__ __forceinline__ void mma(float (&d)[64], unsigned long long desc_a,
+                                             unsigned long long desc_b, int accumulate) {
+    if constexpr (BF16) {
+      ZOO_WGMMA(128, ZOO_REGS64, ZOO_ACC64(0), "bf16", 64, 65, 66);
+    } else {
+      ZOO_WGMMA(128, ZOO_REGS64, ZOO_ACC64(0), "f16", 64, 65, 66);
+    }
+  }
+};
+
+}  // namespace zoo_sm90
