@@ -37,6 +37,7 @@ class TileConfig:
     stages: int
     threads: int
     group_m: int = 8  # tile rows walked together in the grouped (L2-friendly) block order
+    cluster_m: int = 1  # CTAs per thread-block cluster, stacked in M (sharing B by TMA multicast)
 
     @property
     def warps(self) -> int:
@@ -47,11 +48,12 @@ class TileConfig:
 
     def describe(self) -> str:
         return (f"{self.block_m}x{self.block_n}x{self.block_k}, warp {self.warp_m}x{self.warp_n}, "
-                f"{self.threads} thr, {self.stages} stages")
+                f"{self.threads} thr, {self.stages} stages"
+                + (f", cluster {self.cluster_m}x1" if self.cluster_m > 1 else ""))
 
 
 _INT_FIELDS = tuple(f.name for f in fields(TileConfig) if f.name != "name")
-_REQUIRED = tuple(f.name for f in fields(TileConfig) if f.name not in ("name", "group_m"))
+_REQUIRED = tuple(f.name for f in fields(TileConfig) if f.name not in ("name", "group_m", "cluster_m"))
 
 
 def parse(name: str, raw: object, origin: str = "config") -> TileConfig:
@@ -99,6 +101,8 @@ def problems(config: TileConfig, kernel: "KernelSpec", limits: "ArchLimits") -> 
         out.append(f"threads {c.threads} > 1024 per block")
     if c.stages not in kernel.stages:
         out.append(f"stages {c.stages} not supported by {kernel.name} (supports {list(kernel.stages)})")
+    if c.cluster_m not in kernel.cluster_sizes:
+        out.append(f"cluster_m {c.cluster_m} not supported by {kernel.name} (supports {list(kernel.cluster_sizes)})")
     if out:  # the kernel's own rules and its smem formula assume the tiling above holds
         return out
     out += kernel.rules(c)

@@ -294,21 +294,51 @@ class Function:
         self.handle, self.name, self.smem_bytes = handle, name, smem_bytes
         self.ctx = {"kernel": kernel or name, "config": config}
 
-    def launch(self, grid: tuple[int, int, int], block: tuple[int, int, int],
-               args: list[tuple[object, type | None]], stream: int) -> None:
-        """cuLaunchKernelEx on `stream`. An argument typed None is passed by address (a
-        tensor map from tensor_map_2d, 128 bytes by value)."""
+    def _config(self, grid: tuple[int, int, int], block: tuple[int, int, int], stream: int,
+                cluster: int):
         driver, _ = _bindings()
         config = driver.CUlaunchConfig()
         config.gridDimX, config.gridDimY, config.gridDimZ = grid
         config.blockDimX, config.blockDimY, config.blockDimZ = block
         config.sharedMemBytes = self.smem_bytes
         config.hStream = driver.CUstream(stream)
-        config.numAttrs = 0
+        if cluster > 1:
+            attr = driver.CUlaunchAttribute()
+            attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+            attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster, 1, 1
+            config.attrs = [attr]
+            config.numAttrs = 1
+        else:
+            config.numAttrs = 0
+        return config
+
+    def launch(self, grid: tuple[int, int, int], block: tuple[int, int, int],
+               args: list[tuple[object, type | None]], stream: int, cluster: int = 1) -> None:
+        """cuLaunchKernelEx on `stream`, in thread-block clusters of `cluster` blocks along x
+        when it is above 1. An argument typed None is passed by address (a tensor map from
+        tensor_map_2d, 128 bytes by value)."""
+        driver, _ = _bindings()
         values = tuple(v for v, _ in args)
         types = tuple(t for _, t in args)
-        _check(driver.cuLaunchKernelEx(config, self.handle, (values, types), 0),
+        _check(driver.cuLaunchKernelEx(self._config(grid, block, stream, cluster), self.handle,
+                                       (values, types), 0),
                "cuLaunchKernelEx", **self.ctx)
+
+    @functools.lru_cache(maxsize=None)
+    def resident_clusters(self, threads: int, cluster: int, sm_count: int) -> int:
+        """How many clusters of `cluster` blocks the GPU holds at once (the driver's occupancy
+        calculator; for clusters it knows which SMs can pair up)."""
+        driver, _ = _bindings()
+        if cluster == 1:
+            n = max_active_blocks(self, threads) * sm_count
+        else:
+            config = self._config((cluster, 1, 1), (threads, 1, 1), 0, cluster)
+            n = int(_check(driver.cuOccupancyMaxActiveClusters(self.handle, config),
+                           "cuOccupancyMaxActiveClusters", **self.ctx))
+        if n < 1:
+            raise ZooError(f"{self.ctx['kernel']} [{self.ctx['config']}]: no cluster of {cluster} "
+                           f"blocks of {threads} threads and {self.smem_bytes} B fits this GPU")
+        return n
 
 
 def load_function(device_index: int, cubin: Cubin, name: str, smem_bytes: int, *,

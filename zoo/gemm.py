@@ -151,13 +151,14 @@ def launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor
     """The launch path shared by every GEMM kernel: C(M,N) = A(M,K) @ B(K,N). The sizes come
     from C and `k`, not from a and b, which may be copies with padded rows."""
     m, n = c.shape
-    limits = device_limits(device_index)
-    grid = spec.grid(cfg, m, n, limits.sm_count)
-    if grid[0] > INT32_MAX:
-        raise ZooError(f"{m}x{n} needs {grid[0]} blocks of {cfg.block_m}x{cfg.block_n}; the grid allows {INT32_MAX}")
     with torch.cuda.device(device_index):  # compiling loads a module: in the right context
         fn = compiled(spec, cfg, _dtype_name(a.dtype), _dtype_name(c.dtype), device_index)
         cuda.ensure_context(device_index)
+        resident = fn.resident_clusters(cfg.threads, cfg.cluster_m, device_limits(device_index).sm_count) \
+            if spec.persistent else 0
+        grid = spec.grid(cfg, m, n, resident)
+        if grid[0] > INT32_MAX:
+            raise ZooError(f"{m}x{n} needs {grid[0]} blocks of {cfg.block_m}x{cfg.block_n}; the grid allows {INT32_MAX}")
         stream = torch.cuda.current_stream(device_index).cuda_stream
         ldc = (max(c.stride(0), 1), cuda.INT32)
         if spec.tma_boxes:
@@ -171,4 +172,4 @@ def launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor
             args = [(a.data_ptr(), cuda.POINTER), (b.data_ptr(), cuda.POINTER), (c.data_ptr(), cuda.POINTER),
                     (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32),
                     (lda, cuda.INT32), (ldb, cuda.INT32), ldc]
-        fn.launch(grid, (cfg.threads, 1, 1), args, stream)
+        fn.launch(grid, (cfg.threads, 1, 1), args, stream, cluster=cfg.cluster_m)

@@ -57,7 +57,8 @@ class KernelSpec:
     # Registers per thread the block is launched with, when the kernel fixes it (setmaxnreg);
     # None: assume the arch's per-thread cap until the cubin says otherwise.
     launch_registers: Callable[[cfgs.TileConfig], int] | None = None
-    persistent: bool = False             # grid of min(tiles, SMs) blocks looping over tiles
+    persistent: bool = False             # a grid of as many blocks as fit at once, looping over tiles
+    cluster_sizes: tuple[int, ...] = (1,)  # thread-block cluster sizes (along M) it supports
     # TMA boxes (rows, cols) of A and B: the kernel reads them through tensor maps, not pointers.
     tma_boxes: Callable[[cfgs.TileConfig], tuple[tuple[int, int], tuple[int, int]]] | None = None
 
@@ -93,11 +94,16 @@ class KernelSpec:
     def defines(self, c: cfgs.TileConfig) -> dict[str, int]:
         return {"ZOO_BM": c.block_m, "ZOO_BN": c.block_n, "ZOO_BK": c.block_k,
                 "ZOO_WARP_M": c.warp_m, "ZOO_WARP_N": c.warp_n, "ZOO_STAGES": c.stages,
-                "ZOO_GROUP_M": c.group_m, "ZOO_SMEM_BYTES": self.smem_bytes(c)}
+                "ZOO_GROUP_M": c.group_m, "ZOO_CLUSTER_M": c.cluster_m,
+                "ZOO_SMEM_BYTES": self.smem_bytes(c)}
 
-    def grid(self, c: cfgs.TileConfig, m: int, n: int, sm_count: int) -> tuple[int, int, int]:
-        tiles = c.tiles(m, n)
-        return (min(tiles, sm_count) if self.persistent else tiles, 1, 1)
+    def grid(self, c: cfgs.TileConfig, m: int, n: int, resident_clusters: int) -> tuple[int, int, int]:
+        """One block per tile; a persistent kernel gets at most as many clusters as can be
+        resident at once, each walking stacks of cluster_m tiles."""
+        if not self.persistent:
+            return (c.tiles(m, n), 1, 1)
+        stacks = -(-m // (c.block_m * c.cluster_m)) * -(-n // c.block_n)
+        return (min(stacks, resident_clusters) * c.cluster_m, 1, 1)
 
 
 # ----------------------------------------------------------------------------- shared rules
@@ -232,6 +238,9 @@ def _sm90_rules(c: cfgs.TileConfig) -> list[str]:
         out.append(f"warp_n {c.warp_n} must be 128 or 256 (the wgmma N the kernel instantiates)")
     if c.block_n % TMA_SWIZZLE_COLS:
         out.append(f"block_n {c.block_n} must be a multiple of {TMA_SWIZZLE_COLS} (whole 128-byte B boxes)")
+    if (c.block_n // TMA_SWIZZLE_COLS) % c.cluster_m:
+        out.append(f"block_n {c.block_n} has {c.block_n // TMA_SWIZZLE_COLS} B boxes; they must split "
+                   f"evenly over the cluster's {c.cluster_m} CTAs")
     if c.block_m > 256:
         out.append(f"block_m {c.block_m} > 256, the largest TMA box dimension")
     if _sm90_consumers(c) != 2:
@@ -262,6 +271,7 @@ SM90_GEMM = KernelSpec(
                     (r"\bHMMA\.", "HMMA (the legacy tensor-core path)")),
     description="TMA + mbarrier ring, warp-specialized producer/consumers, wgmma, persistent",
     thread_layout=_sm90_threads, launch_registers=_sm90_launch_registers, persistent=True,
+    cluster_sizes=(1, 2),
     tma_boxes=lambda c: ((c.block_m, c.block_k), (c.block_k, TMA_SWIZZLE_COLS)),
 )
 

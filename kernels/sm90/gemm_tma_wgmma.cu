@@ -7,9 +7,10 @@
 //   Runs on CC 9.0 only (wgmma, setmaxnreg: compiled for sm_90a by NVRTC in zoo/cuda.py, with
 //   the tile shape and STAGES as -D defines).
 //
-// Launch (persistent): min(tiles, SMs) blocks of 128 x (1 + CONSUMERS) threads, one per SM,
-//   ZOO_SMEM_BYTES of dynamic shared memory; each block walks tiles blockIdx.x, +gridDim.x, ...
-//   in grouped (L2-friendly) order. tmap_a: (M rows, K cols), box BK x BM; tmap_b: (K rows,
+// Launch (persistent): as many blocks of 128 x (1 + CONSUMERS) threads as fit the GPU at once
+//   (one per SM), in clusters of CLUSTER_M along M (a launch attribute), ZOO_SMEM_BYTES of
+//   dynamic shared memory. Cluster c walks stacks of CLUSTER_M tiles c, c + clusters, ... in
+//   grouped (L2-friendly) order; each CTA of the cluster takes one tile of the stack. tmap_a: (M rows, K cols), box BK x BM; tmap_b: (K rows,
 //   N cols), box 64 x BK; both with 128-byte swizzle and zero fill outside the tensor.
 //
 // Pipeline (warp-specialized): warpgroup 0 is the producer: one thread issues the TMA loads of
@@ -20,6 +21,9 @@
 //   next K-tile's MMAs are in flight (wgmma.wait_group 1), so the tensor cores never wait on a
 //   release. setmaxnreg moves registers from the producer to the consumers' accumulators.
 //   The producer runs ahead into the next tile while the consumers store this one.
+//   In a cluster, the CTAs' tiles share columns: each producer loads 1/CLUSTER_M of the B boxes
+//   and multicasts them to every CTA, so a stage is free only when the consumers of all the
+//   cluster's CTAs have released it (they arrive on every CTA's "empty" barrier).
 // Shared memory: A stage = BM rows x 128 B (K-major, 128B swizzle); B stage = BN/64 boxes of
 //   BK rows x 128 B (N-major, 128B swizzle; wgmma reads it transposed). Stages are 1024-byte
 //   aligned, as the swizzle atom (8 rows x 128 B) requires.
@@ -37,6 +41,7 @@
 #define ZOO_WARP_N 256
 #define ZOO_STAGES 4
 #define ZOO_GROUP_M 8
+#define ZOO_CLUSTER_M 2
 #define ZOO_SMEM_BYTES 197696
 #endif
 
@@ -44,6 +49,7 @@ namespace zoo_sm90 {
 
 constexpr int BM = ZOO_BM, BN = ZOO_BN, BK = ZOO_BK, STAGES = ZOO_STAGES;
 constexpr int WG_M = ZOO_WARP_M, WG_N = ZOO_WARP_N;  // one consumer warpgroup's slice
+constexpr int CLUSTER_M = ZOO_CLUSTER_M;  // CTAs of a cluster: tiles stacked in M, sharing B
 constexpr int CONSUMERS = (BM / WG_M) * (BN / WG_N);
 constexpr int WG_THREADS = 128;
 constexpr int THREADS = WG_THREADS * (1 + CONSUMERS);
@@ -76,6 +82,8 @@ static_assert(BM % WG_M == 0 && BN % WG_N == 0 && BN % BOX_COLS == 0, "tile must
 static_assert(BM <= 256 && BK <= 256, "TMA box dimensions are at most 256");
 static_assert(CONSUMERS >= 1 && CONSUMERS <= 3, "one producer and 1-3 consumer warpgroups");
 static_assert(STAGES >= 2, "the ring needs at least two stages");
+static_assert(CLUSTER_M >= 1 && (BN / BOX_COLS) % CLUSTER_M == 0,
+              "each CTA of a cluster multicasts an equal share of B's boxes");
 static_assert(A_STAGE_BYTES % ATOM_BYTES == 0 && B_BOX_BYTES % ATOM_BYTES == 0,
               "stages and boxes must keep 1024-byte alignment");
 static_assert(CONSUMER_REGS >= 8 * (WG_N / 16) + 40, "the accumulators must fit the consumers' registers");
@@ -108,60 +116,46 @@ __device__ __forceinline__ void store2(__nv_bfloat16* p, float x, float y, bool 
   }
 }
 
-template <bool BF16, typename OutT>
-__device__ __forceinline__ void gemm(const TensorMap* tmap_a, const TensorMap* tmap_b, OutT* C,
-                                     int M, int N, int K, int ldc) {
-  extern __shared__ unsigned char smem_raw[];
-  const unsigned smem_base = (smem_u32(smem_raw) + ALIGN_SLACK - 1) & ~unsigned(ALIGN_SLACK - 1);
-  const unsigned a_smem = smem_base;                         // STAGES x A_STAGE_BYTES
-  const unsigned b_smem = smem_base + STAGES * A_STAGE_BYTES;  // STAGES x B_STAGE_BYTES
-  const unsigned full_bar = smem_base + STAGES * STAGE_BYTES;  // STAGES x 8 B
-  const unsigned empty_bar = full_bar + STAGES * 8;            // STAGES x 8 B
-
-  const int warpgroup = threadIdx.x / WG_THREADS;
-  const int tiles_m = zoo::ceil_div(M, BM), tiles_n = zoo::ceil_div(N, BN);
-  const int tiles = tiles_m * tiles_n;
-  const int k_tiles = zoo::ceil_div(K, BK);
-
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < STAGES; ++s) {
-      mbar_init(full_bar + 8 * s, 1);                 // the producer's expect_tx arrival
-      mbar_init(empty_bar + 8 * s, CONSUMERS * 4);    // one arrival per consumer warp
+// Tile scheduler: a cluster owns stacks of CLUSTER_M tiles in M (same columns, so one B tile
+// serves all of them), in grouped order; CTA `rank` of the cluster takes the rank-th tile.
+struct Scheduler {
+  int tiles_m, tiles_n, stacks_m, stacks, first, step, rank;
+  __device__ Scheduler(int M, int N) {
+    tiles_m = zoo::ceil_div(M, BM);
+    tiles_n = zoo::ceil_div(N, BN);
+    stacks_m = zoo::ceil_div(tiles_m, CLUSTER_M);
+    stacks = stacks_m * tiles_n;
+    if constexpr (CLUSTER_M > 1) {
+      first = cluster_id(), step = cluster_count(), rank = cluster_rank();
+    } else {
+      first = blockIdx.x, step = gridDim.x, rank = 0;
     }
-    mbar_init_fence();
   }
-  __syncthreads();
+  // A stack past the last M tile (odd tiles_m) still runs: its A reads are zero-filled and
+  // its stores skipped, while its CTA keeps multicasting B to the peer.
+  __device__ void tile(int stack, int& tile_m, int& tile_n) const {
+    int stack_m;
+    zoo::grouped_tile(stack, stacks_m, tiles_n, zoo::cmax(1, ZOO_GROUP_M / CLUSTER_M), stack_m, tile_n);
+    tile_m = stack_m * CLUSTER_M + rank;
+  }
+};
 
-  if (warpgroup == 0) {
-    // ---- Producer: one thread keeps the ring full, across tiles.
-    setmaxnreg_dec<PRODUCER_REGS>();
-    if (threadIdx.x == 0) {
-      tma_prefetch_descriptor(tmap_a);
-      tma_prefetch_descriptor(tmap_b);
-      int stage = 0;
-      unsigned phase = 0;
-      for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        int tile_m, tile_n;
-        zoo::grouped_tile(tile, tiles_m, tiles_n, ZOO_GROUP_M, tile_m, tile_n);
-        for (int kt = 0; kt < k_tiles; ++kt) {
-          mbar_wait(empty_bar + 8 * stage, phase ^ 1);
-          const unsigned bar = full_bar + 8 * stage;
-          mbar_arrive_expect_tx(bar, STAGE_BYTES);
-          tma_load_2d(a_smem + stage * A_STAGE_BYTES, tmap_a, bar, kt * BK, tile_m * BM);
+// Each consumer warp tells every CTA of the cluster that it is done reading a stage.
+__device__ __forceinline__ void release(unsigned empty_bar) {
+  if constexpr (CLUSTER_M > 1) {
 #pragma unroll
-          for (int box = 0; box < BN / BOX_COLS; ++box)
-            tma_load_2d(b_smem + stage * B_STAGE_BYTES + box * B_BOX_BYTES, tmap_b, bar,
-                        tile_n * BN + box * BOX_COLS, kt * BK);
-          if (++stage == STAGES) stage = 0, phase ^= 1;
-        }
-      }
-    }
-    return;
+    for (int r = 0; r < CLUSTER_M; ++r) mbar_arrive_cluster(empty_bar, r);
+  } else {
+    mbar_arrive(empty_bar);
   }
+}
 
-  // ---- Consumers: warpgroup c computes rows wg_m0.., columns wg_n0.. of each tile.
+// ---- Consumers: warpgroup `consumer` computes rows wg_m0.., columns wg_n0.. of each tile.
+template <bool BF16, typename OutT>
+__device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsigned full_bar,
+                                        unsigned empty_bar, const Scheduler& sched, int k_tiles,
+                                        int consumer, OutT* C, int M, int N, int ldc) {
   setmaxnreg_inc<CONSUMER_REGS>();
-  const int consumer = warpgroup - 1;
   const int wg_m0 = (consumer % (BM / WG_M)) * WG_M, wg_n0 = (consumer / (BM / WG_M)) * WG_N;
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
 
@@ -182,9 +176,9 @@ __device__ __forceinline__ void gemm(const TensorMap* tmap_a, const TensorMap* t
 
   int stage = 0;
   unsigned phase = 0;
-  for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+  for (int stack = sched.first; stack < sched.stacks; stack += sched.step) {
     int tile_m, tile_n;
-    zoo::grouped_tile(tile, tiles_m, tiles_n, ZOO_GROUP_M, tile_m, tile_n);
+    sched.tile(stack, tile_m, tile_n);
 
     int prev_stage = -1;
     for (int kt = 0; kt < k_tiles; ++kt) {
@@ -200,13 +194,13 @@ __device__ __forceinline__ void gemm(const TensorMap* tmap_a, const TensorMap* t
       // This K-tile's MMAs stay in flight; the previous one's are done, so its stage is free.
       wgmma_wait<1>();
       fence_accumulators(acc);
-      if (prev_stage >= 0 && lane == 0) mbar_arrive(empty_bar + 8 * prev_stage);
+      if (prev_stage >= 0 && lane == 0) release(empty_bar + 8 * prev_stage);
       prev_stage = stage;
       if (++stage == STAGES) stage = 0, phase ^= 1;
     }
     wgmma_wait<0>();
     fence_accumulators(acc);
-    if (lane == 0) mbar_arrive(empty_bar + 8 * prev_stage);
+    if (lane == 0) release(empty_bar + 8 * prev_stage);
 
     // Epilogue: the wgmma accumulator layout, 16 rows per warp; each thread holds column
     // pairs (2 * (lane % 4) + 8 j) of rows lane / 4 and lane / 4 + 8.
@@ -225,6 +219,72 @@ __device__ __forceinline__ void gemm(const TensorMap* tmap_a, const TensorMap* t
                  c_pairs && col + 1 < N, col + 1 < N);
       }
     }
+  }
+}
+
+template <bool BF16, typename OutT>
+__device__ __forceinline__ void gemm(const TensorMap* tmap_a, const TensorMap* tmap_b, OutT* C,
+                                     int M, int N, int K, int ldc) {
+  extern __shared__ unsigned char smem_raw[];
+  const unsigned smem_base = (smem_u32(smem_raw) + ALIGN_SLACK - 1) & ~unsigned(ALIGN_SLACK - 1);
+  const unsigned a_smem = smem_base;                         // STAGES x A_STAGE_BYTES
+  const unsigned b_smem = smem_base + STAGES * A_STAGE_BYTES;  // STAGES x B_STAGE_BYTES
+  const unsigned full_bar = smem_base + STAGES * STAGE_BYTES;  // STAGES x 8 B
+  const unsigned empty_bar = full_bar + STAGES * 8;            // STAGES x 8 B
+
+  const int warpgroup = threadIdx.x / WG_THREADS;
+  const Scheduler sched(M, N);
+  const int k_tiles = zoo::ceil_div(K, BK);
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(full_bar + 8 * s, 1);                              // the producer's expect_tx
+      mbar_init(empty_bar + 8 * s, CLUSTER_M * CONSUMERS * 4);     // every consumer warp of the cluster
+    }
+    mbar_init_fence();
+  }
+  // Peers arrive on these barriers and multicast into this CTA: all must be initialised first.
+  if constexpr (CLUSTER_M > 1) cluster_sync(); else __syncthreads();
+
+  if (warpgroup == 0) {
+    // ---- Producer: one thread keeps the ring full, across tiles.
+    setmaxnreg_dec<PRODUCER_REGS>();
+    if (threadIdx.x == 0) {
+      tma_prefetch_descriptor(tmap_a);
+      tma_prefetch_descriptor(tmap_b);
+      constexpr int MY_BOXES = BN / BOX_COLS / CLUSTER_M;
+      int stage = 0;
+      unsigned phase = 0;
+      for (int stack = sched.first; stack < sched.stacks; stack += sched.step) {
+        int tile_m, tile_n;
+        sched.tile(stack, tile_m, tile_n);
+        for (int kt = 0; kt < k_tiles; ++kt) {
+          // Free in every CTA of the cluster: this thread's B boxes land in all of them.
+          mbar_wait(empty_bar + 8 * stage, phase ^ 1);
+          const unsigned bar = full_bar + 8 * stage;
+          mbar_arrive_expect_tx(bar, STAGE_BYTES);  // A, this CTA's B boxes and the peers'
+          tma_load_2d(a_smem + stage * A_STAGE_BYTES, tmap_a, bar, kt * BK, tile_m * BM);
+#pragma unroll
+          for (int i = 0; i < MY_BOXES; ++i) {
+            const int box = sched.rank * MY_BOXES + i;
+            const unsigned dst = b_smem + stage * B_STAGE_BYTES + box * B_BOX_BYTES;
+            if constexpr (CLUSTER_M > 1)
+              tma_load_2d_multicast(dst, tmap_b, bar, tile_n * BN + box * BOX_COLS, kt * BK,
+                                    (1u << CLUSTER_M) - 1);
+            else
+              tma_load_2d(dst, tmap_b, bar, tile_n * BN + box * BOX_COLS, kt * BK);
+          }
+          if (++stage == STAGES) stage = 0, phase ^= 1;
+        }
+      }
+    }
+  } else {
+    consume<BF16>(a_smem, b_smem, full_bar, empty_bar, sched, k_tiles, warpgroup - 1, C, M, N, ldc);
+  }
+  // No CTA may leave while a peer can still arrive on its barriers or multicast into it.
+  if constexpr (CLUSTER_M > 1) {
+    __syncwarp();  // the producer warp's lanes meet again before the aligned cluster barrier
+    cluster_sync();
   }
 }
 
