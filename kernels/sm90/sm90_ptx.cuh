@@ -108,11 +108,13 @@ __device__ __forceinline__ void cluster_sync() {
                "barrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 
-// Arrive on the mbarrier at the same offset in CTA `rank` of this cluster.
+// Arrive on the mbarrier at the same offset in CTA `rank` of this cluster. Default (CTA)
+// release semantics: the arrival only says "done reading", and a .release.cluster fence on
+// every arrival made the 2-CTA kernel 1.8x slower (NOTES.md).
 __device__ __forceinline__ void mbar_arrive_cluster(unsigned bar, unsigned rank) {
   unsigned remote;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(rank));
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
 }
 
 // ---- setmaxnreg: the producer warpgroup gives registers back, the consumers take them.
