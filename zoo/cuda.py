@@ -430,3 +430,9 @@ def tensor_map_2d(address: int, dtype: str, rows: int, cols: int, row_stride: in
         driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
         "cuTensorMapEncodeTiled")
     return tensor_map
+
+
+def empty_tensor_map():
+    """A placeholder tensor-map argument for a kernel told not to use it."""
+    driver, _ = _bindings()
+    return driver.CUtensorMap()

@@ -162,12 +162,16 @@ def launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor
         stream = torch.cuda.current_stream(device_index).cuda_stream
         ldc = (max(c.stride(0), 1), cuda.INT32)
         if spec.tma_boxes:
-            (a_rows, a_cols), (b_rows, b_cols) = spec.tma_boxes(cfg)
+            (a_rows, a_cols), (b_rows, b_cols), (c_rows, c_cols) = spec.tma_boxes(cfg, c.element_size())
             dtype = _dtype_name(a.dtype)
             a_map = cuda.tensor_map_2d(a.data_ptr(), dtype, m, k, lda, a_rows, a_cols)
             b_map = cuda.tensor_map_2d(b.data_ptr(), dtype, k, n, ldb, b_rows, b_cols)
-            args = [(a_map, None), (b_map, None), (c.data_ptr(), cuda.POINTER),
-                    (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32), ldc]
+            # C goes out through TMA when its rows are 16-byte aligned; else by plain stores.
+            c_tma = c.data_ptr() % 16 == 0 and (m == 1 or c.stride(0) * c.element_size() % 16 == 0)
+            c_map = cuda.tensor_map_2d(c.data_ptr(), _dtype_name(c.dtype), m, n, ldc[0], c_rows, c_cols) \
+                if c_tma else cuda.empty_tensor_map()
+            args = [(a_map, None), (b_map, None), (c_map, None), (int(c_tma), cuda.INT32),
+                    (c.data_ptr(), cuda.POINTER), (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32), ldc]
         else:
             args = [(a.data_ptr(), cuda.POINTER), (b.data_ptr(), cuda.POINTER), (c.data_ptr(), cuda.POINTER),
                     (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32),

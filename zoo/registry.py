@@ -14,6 +14,7 @@ from typing import Callable
 
 from . import configs as cfgs
 from .arch import ArchLimits, device_arch
+from . import cuda
 from .cuda import KERNELS_DIR, ZooError
 from .sass import occupancy
 
@@ -59,8 +60,9 @@ class KernelSpec:
     launch_registers: Callable[[cfgs.TileConfig], int] | None = None
     persistent: bool = False             # a grid of as many blocks as fit at once, looping over tiles
     cluster_sizes: tuple[int, ...] = (1,)  # thread-block cluster sizes (along M) it supports
-    # TMA boxes (rows, cols) of A and B: the kernel reads them through tensor maps, not pointers.
-    tma_boxes: Callable[[cfgs.TileConfig], tuple[tuple[int, int], tuple[int, int]]] | None = None
+    # TMA boxes (rows, cols) of A, B and C for a config and C's element size: the kernel
+    # reads A and B through tensor maps, and stores C through one when C's rows allow it.
+    tma_boxes: Callable[[cfgs.TileConfig, int], tuple[tuple[int, int], ...]] | None = None
 
     @property
     def dtypes(self) -> tuple[str, ...]:
@@ -222,10 +224,15 @@ def _sm90_consumer_registers(c: cfgs.TileConfig) -> int:
     return min(free // 8 * 8, 256)
 
 
+SM90_EPILOGUE_BOXES = 2      # EPI_BOXES: C boxes of 64 rows x 128 B staged per consumer
+
+
 def _sm90_smem(c: cfgs.TileConfig) -> int:
     """Same formula as SMEM_BYTES in kernels/sm90/gemm_tma_wgmma.cu: 1024 B of alignment
-    slack, the ring, and a full and an empty mbarrier per stage."""
-    return 1024 + c.stages * (c.block_m * c.block_k + c.block_k * c.block_n) * 2 + 2 * c.stages * 8
+    slack, the ring, the consumers' C staging boxes, a full and an empty mbarrier per stage."""
+    ring = c.stages * (c.block_m * c.block_k + c.block_k * c.block_n) * 2
+    staging = _sm90_consumers(c) * SM90_EPILOGUE_BOXES * c.warp_m * cuda.TMA_SWIZZLE_BYTES
+    return 1024 + ring + staging + 2 * c.stages * 8
 
 
 def _sm90_rules(c: cfgs.TileConfig) -> list[str]:
@@ -266,13 +273,15 @@ SM90_GEMM = KernelSpec(
     aligned_rows=True, mma_shape=(64, 8, 16), stages=tuple(range(2, 9)),
     smem_bytes=_sm90_smem, rules=_sm90_rules,
     sass_required=((r"\bHGMMA\.", "HGMMA"), (r"\bUTMALDG\b", "UTMALDG"),
-                   (r"\bSYNCS\.", "SYNCS (mbarrier)"), (r"\bUSETMAXREG\b", "USETMAXREG")),
+                   (r"\bSYNCS\.", "SYNCS (mbarrier)"), (r"\bUSETMAXREG\b", "USETMAXREG"),
+                   (r"\bUTMASTG\b", "UTMASTG")),
     sass_forbidden=((r"\b(LDL|STL)\b", "LDL/STL (local memory)"),
                     (r"\bHMMA\.", "HMMA (the legacy tensor-core path)")),
     description="TMA + mbarrier ring, warp-specialized producer/consumers, wgmma, persistent",
     thread_layout=_sm90_threads, launch_registers=_sm90_launch_registers, persistent=True,
     cluster_sizes=(1, 2),
-    tma_boxes=lambda c: ((c.block_m, c.block_k), (c.block_k, TMA_SWIZZLE_COLS)),
+    tma_boxes=lambda c, out_size: ((c.block_m, c.block_k), (c.block_k, TMA_SWIZZLE_COLS),
+                                   (c.warp_m, cuda.TMA_SWIZZLE_BYTES // out_size)),
 )
 
 KERNELS: tuple[KernelSpec, ...] = (SM75_HGEMM, SM80_GEMM, SM90_GEMM)

@@ -10,8 +10,10 @@
 // Launch (persistent): as many blocks of 128 x (1 + CONSUMERS) threads as fit the GPU at once
 //   (one per SM), in clusters of CLUSTER_M along M (a launch attribute), ZOO_SMEM_BYTES of
 //   dynamic shared memory. Cluster c walks stacks of CLUSTER_M tiles c, c + clusters, ... in
-//   grouped (L2-friendly) order; each CTA of the cluster takes one tile of the stack. tmap_a: (M rows, K cols), box BK x BM; tmap_b: (K rows,
-//   N cols), box 64 x BK; both with 128-byte swizzle and zero fill outside the tensor.
+//   grouped (L2-friendly) order; each CTA of the cluster takes one tile of the stack.
+//   Tensor maps, all 128-byte swizzled, zero fill outside the tensor: tmap_a (M rows, K cols),
+//   box BM x 64; tmap_b (K rows, N cols), box BK x 64; tmap_c (M rows, N cols), box 64 x 128 B,
+//   used when c_tma != 0 (C's base and row stride 16-byte aligned), else C is stored directly.
 //
 // Pipeline (warp-specialized): warpgroup 0 is the producer: one thread issues the TMA loads of
 //   each K-tile into a ring of STAGES shared-memory buffers, after waiting on that stage's
@@ -20,13 +22,15 @@
 //   wgmma m64nWG_Nk16 from shared-memory descriptors, and release the stage ("empty") once the
 //   next K-tile's MMAs are in flight (wgmma.wait_group 1), so the tensor cores never wait on a
 //   release. setmaxnreg moves registers from the producer to the consumers' accumulators.
-//   The producer runs ahead into the next tile while the consumers store this one.
+//   The producer runs ahead into the next tile while the consumers store this one: registers
+//   to swizzled shared memory, then a TMA store that drains under the next tile's MMAs.
 //   In a cluster, the CTAs' tiles share columns: each producer loads 1/CLUSTER_M of the B boxes
 //   and multicasts them to every CTA, so a stage is free only when the consumers of all the
 //   cluster's CTAs have released it (they arrive on every CTA's "empty" barrier).
 // Shared memory: A stage = BM rows x 128 B (K-major, 128B swizzle); B stage = BN/64 boxes of
-//   BK rows x 128 B (N-major, 128B swizzle; wgmma reads it transposed). Stages are 1024-byte
-//   aligned, as the swizzle atom (8 rows x 128 B) requires.
+//   BK rows x 128 B (N-major, 128B swizzle; wgmma reads it transposed); then per consumer two
+//   64-row C boxes; then the mbarriers. Stages and boxes are 1024-byte aligned, as the swizzle
+//   atom (8 rows x 128 B) requires.
 //
 // Run it: zoo run --auto-arch on an H100/H200, or zoo run --kernel sm90_gemm_tma_wgmma
 
@@ -42,7 +46,7 @@
 #define ZOO_STAGES 4
 #define ZOO_GROUP_M 8
 #define ZOO_CLUSTER_M 2
-#define ZOO_SMEM_BYTES 197696
+#define ZOO_SMEM_BYTES 230464
 #endif
 
 namespace zoo_sm90 {
@@ -63,7 +67,12 @@ constexpr int B_STAGE_BYTES = BK * BN * 2;
 constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
 constexpr int BARRIER_BYTES = 2 * STAGES * 8;      // a full and an empty mbarrier per stage
 constexpr int ALIGN_SLACK = 1024;                  // dynamic smem is rounded up to 1024 B here
-constexpr int SMEM_BYTES = ALIGN_SLACK + STAGES * STAGE_BYTES + BARRIER_BYTES;
+// Epilogue staging: per consumer, EPI_BOXES boxes of 64 rows x 128 B of C (128B swizzle),
+// written from registers and stored by TMA while the consumer goes on to its next tile.
+constexpr int EPI_BOX_BYTES = WG_M * SWIZZLE_BYTES;
+constexpr int EPI_BOXES = 2;
+constexpr int EPI_BYTES = CONSUMERS * EPI_BOXES * EPI_BOX_BYTES;
+constexpr int SMEM_BYTES = ALIGN_SLACK + STAGES * STAGE_BYTES + EPI_BYTES + BARRIER_BYTES;
 constexpr int K_STEPS = BK / 16;                   // wgmma k16 per K-tile
 
 // Registers: the block is launched at 65536 / THREADS per thread (a multiple of 8); the
@@ -116,6 +125,61 @@ __device__ __forceinline__ void store2(__nv_bfloat16* p, float x, float y, bool 
   }
 }
 
+// Two adjacent outputs into shared memory, converted to C's type.
+__device__ __forceinline__ void st_shared_pair(unsigned addr, float x, float y, float*) {
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(x), "f"(y) : "memory");
+}
+__device__ __forceinline__ void st_shared_pair(unsigned addr, float x, float y, half*) {
+  const half2 v = __floats2half2_rn(x, y);
+  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(*reinterpret_cast<const unsigned*>(&v)) : "memory");
+}
+__device__ __forceinline__ void st_shared_pair(unsigned addr, float x, float y, __nv_bfloat16*) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(x, y);
+  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(*reinterpret_cast<const unsigned*>(&v)) : "memory");
+}
+
+// Epilogue through TMA: the warpgroup's 64 x WG_N slice goes out in chunks of EPI_BOXES
+// boxes (64 rows x 128 B each, 128B-swizzled so the pair stores of 8 rows hit 32 banks). The
+// leader thread issues the stores; the last chunk's store overlaps the next tile's MMAs, and a
+// chunk waits only until the previous store out of the buffer has read it. No bounds checks:
+// TMA skips what falls outside C.
+template <typename OutT>
+__device__ __forceinline__ void store_tile_tma(const float (&acc)[WG_N / 2], unsigned buf,
+                                               const TensorMap* tmap_c, int row0, int col0,
+                                               int consumer, int warp, int lane) {
+  constexpr int BOX_COLS_C = SWIZZLE_BYTES / sizeof(OutT);
+  constexpr int CHUNK_COLS = EPI_BOXES * BOX_COLS_C;
+  static_assert(WG_N % CHUNK_COLS == 0, "the slice splits into whole chunks");
+  const bool leader = threadIdx.x % WG_THREADS == 0;
+  const int swz = (lane / 4) % 8;  // row % 8 of both rows this thread writes
+#pragma unroll
+  for (int q = 0; q < WG_N / CHUNK_COLS; ++q) {
+    if (leader) bulk_wait_read<0>();
+    named_barrier(1 + consumer, WG_THREADS);
+#pragma unroll
+    for (int jj = 0; jj < CHUNK_COLS / 8; ++jj) {
+      const int j = q * (CHUNK_COLS / 8) + jj;
+      const int c = jj * 8 + 2 * (lane % 4);
+      const int byte = (c % BOX_COLS_C) * static_cast<int>(sizeof(OutT));
+      const unsigned box = buf + (c / BOX_COLS_C) * EPI_BOX_BYTES;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = warp * 16 + lane / 4 + 8 * h;
+        const unsigned addr = box + r * SWIZZLE_BYTES + ((((byte >> 4) ^ swz) << 4) | (byte & 15));
+        st_shared_pair(addr, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], static_cast<OutT*>(nullptr));
+      }
+    }
+    fence_proxy_async();
+    named_barrier(1 + consumer, WG_THREADS);
+    if (leader) {
+#pragma unroll
+      for (int b = 0; b < EPI_BOXES; ++b)
+        tma_store_2d(tmap_c, buf + b * EPI_BOX_BYTES, col0 + q * CHUNK_COLS + b * BOX_COLS_C, row0);
+      bulk_commit();
+    }
+  }
+}
+
 // Tile scheduler: a cluster owns stacks of CLUSTER_M tiles in M (same columns, so one B tile
 // serves all of them), in grouped order; CTA `rank` of the cluster takes the rank-th tile.
 struct Scheduler {
@@ -152,9 +216,11 @@ __device__ __forceinline__ void release(unsigned empty_bar) {
 
 // ---- Consumers: warpgroup `consumer` computes rows wg_m0.., columns wg_n0.. of each tile.
 template <bool BF16, typename OutT>
-__device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsigned full_bar,
-                                        unsigned empty_bar, const Scheduler& sched, int k_tiles,
-                                        int consumer, OutT* C, int M, int N, int ldc) {
+__device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsigned epi_smem,
+                                        unsigned full_bar, unsigned empty_bar,
+                                        const Scheduler& sched, int k_tiles, int consumer,
+                                        const TensorMap* tmap_c, bool c_tma, OutT* C, int M,
+                                        int N, int ldc) {
   setmaxnreg_inc<CONSUMER_REGS>();
   const int wg_m0 = (consumer % (BM / WG_M)) * WG_M, wg_n0 = (consumer / (BM / WG_M)) * WG_N;
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
@@ -202,8 +268,14 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
     fence_accumulators(acc);
     if (lane == 0) release(empty_bar + 8 * prev_stage);
 
-    // Epilogue: the wgmma accumulator layout, 16 rows per warp; each thread holds column
-    // pairs (2 * (lane % 4) + 8 j) of rows lane / 4 and lane / 4 + 8.
+    if (c_tma) {
+      store_tile_tma<OutT>(acc, epi_smem + consumer * EPI_BOXES * EPI_BOX_BYTES, tmap_c,
+                           tile_m * BM + wg_m0, tile_n * BN + wg_n0, consumer, warp, lane);
+      continue;
+    }
+    // C that TMA cannot address (unaligned rows): straight from the wgmma accumulator layout,
+    // 16 rows per warp; each thread holds column pairs (2 * (lane % 4) + 8 j) of rows
+    // lane / 4 and lane / 4 + 8.
     const int row0 = tile_m * BM + wg_m0 + warp * 16 + lane / 4;
     const int col0 = tile_n * BN + wg_n0 + 2 * (lane % 4);
 #pragma unroll
@@ -220,16 +292,20 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       }
     }
   }
+  // The last stores must finish before the block exits.
+  if (c_tma && threadIdx.x % WG_THREADS == 0) bulk_wait<0>();
 }
 
 template <bool BF16, typename OutT>
-__device__ __forceinline__ void gemm(const TensorMap* tmap_a, const TensorMap* tmap_b, OutT* C,
-                                     int M, int N, int K, int ldc) {
+__device__ __forceinline__ void gemm(const TensorMap* tmap_a, const TensorMap* tmap_b,
+                                     const TensorMap* tmap_c, bool c_tma, OutT* C, int M, int N,
+                                     int K, int ldc) {
   extern __shared__ unsigned char smem_raw[];
   const unsigned smem_base = (smem_u32(smem_raw) + ALIGN_SLACK - 1) & ~unsigned(ALIGN_SLACK - 1);
   const unsigned a_smem = smem_base;                         // STAGES x A_STAGE_BYTES
   const unsigned b_smem = smem_base + STAGES * A_STAGE_BYTES;  // STAGES x B_STAGE_BYTES
-  const unsigned full_bar = smem_base + STAGES * STAGE_BYTES;  // STAGES x 8 B
+  const unsigned epi_smem = smem_base + STAGES * STAGE_BYTES;  // EPI_BYTES
+  const unsigned full_bar = epi_smem + EPI_BYTES;              // STAGES x 8 B
   const unsigned empty_bar = full_bar + STAGES * 8;            // STAGES x 8 B
 
   const int warpgroup = threadIdx.x / WG_THREADS;
@@ -252,6 +328,7 @@ __device__ __forceinline__ void gemm(const TensorMap* tmap_a, const TensorMap* t
     if (threadIdx.x == 0) {
       tma_prefetch_descriptor(tmap_a);
       tma_prefetch_descriptor(tmap_b);
+      if (c_tma) tma_prefetch_descriptor(tmap_c);
       constexpr int MY_BOXES = BN / BOX_COLS / CLUSTER_M;
       int stage = 0;
       unsigned phase = 0;
@@ -279,7 +356,8 @@ __device__ __forceinline__ void gemm(const TensorMap* tmap_a, const TensorMap* t
       }
     }
   } else {
-    consume<BF16>(a_smem, b_smem, full_bar, empty_bar, sched, k_tiles, warpgroup - 1, C, M, N, ldc);
+    consume<BF16>(a_smem, b_smem, epi_smem, full_bar, empty_bar, sched, k_tiles, warpgroup - 1,
+                  tmap_c, c_tma, C, M, N, ldc);
   }
   // No CTA may leave while a peer can still arrive on its barriers or multicast into it.
   if constexpr (CLUSTER_M > 1) {
@@ -293,9 +371,10 @@ __device__ __forceinline__ void gemm(const TensorMap* tmap_a, const TensorMap* t
 #define ZOO_SM90_ENTRY(NAME, BF16, OUT_T)                                                   \
   extern "C" __global__ void __launch_bounds__(zoo_sm90::THREADS, 1)                        \
       NAME(const __grid_constant__ zoo_sm90::TensorMap tmap_a,                               \
-           const __grid_constant__ zoo_sm90::TensorMap tmap_b, OUT_T* __restrict__ C, int M,  \
-           int N, int K, int ldc) {                                                         \
-    zoo_sm90::gemm<BF16, OUT_T>(&tmap_a, &tmap_b, C, M, N, K, ldc);                         \
+           const __grid_constant__ zoo_sm90::TensorMap tmap_b,                               \
+           const __grid_constant__ zoo_sm90::TensorMap tmap_c, int c_tma,                    \
+           OUT_T* __restrict__ C, int M, int N, int K, int ldc) {                            \
+    zoo_sm90::gemm<BF16, OUT_T>(&tmap_a, &tmap_b, &tmap_c, c_tma != 0, C, M, N, K, ldc);     \
   }
 
 ZOO_SM90_ENTRY(zoo_gemm_sm90_f16_f16out, false, half)

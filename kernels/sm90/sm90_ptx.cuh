@@ -84,6 +84,38 @@ __device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const Tensor
       : "memory");
 }
 
+// ---- TMA store: a 2-D box from shared memory to global memory (parts outside the tensor
+// are not written), tracked by bulk groups of the issuing thread.
+
+__device__ __forceinline__ void tma_store_2d(const TensorMap* map, unsigned src, int col, int row) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
+                   reinterpret_cast<unsigned long long>(map)),
+               "r"(src), "r"(col), "r"(row)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+// Until at most PENDING groups still read their shared-memory source (the buffer is reusable).
+template <int PENDING>
+__device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(PENDING) : "memory");
+}
+// Until at most PENDING groups are incomplete (their global writes done).
+template <int PENDING>
+__device__ __forceinline__ void bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group %0;" ::"n"(PENDING) : "memory");
+}
+
+// Ordinary shared-memory stores made visible to the async proxy (TMA, wgmma).
+__device__ __forceinline__ void fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+// A barrier for `threads` threads (a multiple of 32) on hardware barrier `id` (1-15; 0 is
+// __syncthreads).
+__device__ __forceinline__ void named_barrier(unsigned id, unsigned threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
 // ---- Clusters: rank, ids, a cluster-wide barrier and arrivals on a peer CTA's mbarrier.
 
 __device__ __forceinline__ unsigned cluster_rank() {
