@@ -83,19 +83,40 @@ class Timing:
 
 
 def time_side_by_side(fns: dict[str, Callable[[int], object]], sets: int, warmup: int, iters: int,
-                      progress: Callable[[int], None] | None = None) -> dict[str, Timing]:
+                      progress: Callable[[int], None] | None = None,
+                      graph: bool = True) -> dict[str, Timing]:
     """Time each fn(set_index) with CUDA events, interleaved call by call so both see the
-    same clocks and thermals; inputs rotate over `sets` so the caches hold none of them."""
+    same clocks and thermals; inputs rotate over `sets` so the caches hold none of them.
+
+    graph=True replays each call from a CUDA graph captured after the warm-up, so the events
+    time the device work, not the Python that launches it (what a 20-us GEMM would otherwise
+    measure); graph=False times the calls themselves, host overhead included."""
     for i in range(warmup):
         for fn in fns.values():
             fn(i % sets)
     torch.cuda.synchronize()
+    calls = {name: [(lambda f, s: lambda: f(s))(fn, s) for s in range(sets)] for name, fn in fns.items()}
+    if graph:
+        pool = torch.cuda.graph_pool_handle()
+        for name, per_set in calls.items():
+            graphs = []
+            for call in per_set:
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g, pool=pool):
+                    call()
+                graphs.append(g.replay)
+            calls[name] = graphs
+        torch.cuda.synchronize()
+        for i in range(min(warmup, sets)):  # the first replay of a graph uploads it
+            for per_set in calls.values():
+                per_set[i % sets]()
+        torch.cuda.synchronize()
     events = {name: [] for name in fns}
     for i in range(iters):
-        for name, fn in fns.items():
+        for name, per_set in calls.items():
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
-            fn(i % sets)
+            per_set[i % sets]()
             end.record()
             events[name].append((start, end))
         if progress:

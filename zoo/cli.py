@@ -1,4 +1,4 @@
-"""The `zoo` command: list, info, build, run. Tables for people, --json for machines."""
+"""The `zoo` command: list, info, build, run, bench. Tables for people, --json for machines."""
 
 from __future__ import annotations
 
@@ -180,6 +180,39 @@ def _run_candidates(args, lim, problem):
             for k in specs]
 
 
+def _measure(candidates, problem, warmup: int, iters: int, seed: int, lim, progress=None,
+             graph: bool = True):
+    """Verify each (kernel, config) on fresh random inputs against float64, then time them
+    side by side with torch.mm in one run (CUDA events, rotating input sets; graph replays
+    unless graph=False). Returns (timings by name, checks by kernel name, input sets)."""
+    import torch
+    from . import bench
+    from .gemm import mm
+
+    dtype, out_dtype = getattr(torch, problem.dtype), getattr(torch, problem.out_dtype)
+    m, n, k = problem.m, problem.n, problem.k
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    a = torch.randn(m, k, device="cuda", dtype=dtype, generator=gen)
+    b = torch.randn(k, n, device="cuda", dtype=dtype, generator=gen)
+    checks = {}
+    for spec, cfg in candidates:
+        out = torch.full((m, n), float("nan"), device="cuda", dtype=out_dtype)
+        mm(a, b, out=out, kernel=spec.name, config=cfg.name)
+        checks[spec.name] = bench.verify(a, b, out)
+    sets = bench.rotation_sets((m * k + k * n) * a.element_size(), lim.l2_bytes)
+    inputs = [(a, b)] + [(torch.randn_like(a), torch.randn_like(b)) for _ in range(sets - 1)]
+    outs = [torch.empty(m, n, device="cuda", dtype=out_dtype) for _ in range(2)]
+    fns = {"torch.mm": lambda i: bench.torch_mm(*inputs[i], out_dtype)}
+    for spec, cfg in candidates:
+        fns[spec.name] = (lambda s, c: lambda i: mm(*inputs[i], out=outs[i % 2], kernel=s, config=c))(spec.name, cfg.name)
+    timings = bench.time_side_by_side(fns, sets, warmup, iters, progress=progress, graph=graph)
+    return timings, checks, sets
+
+
+def _timing_name(args) -> str:
+    return "eager calls" if args.eager else "CUDA-graph replays"
+
+
 def cmd_run(args) -> int:
     if not _gpu_available():
         _write_json(args.json, {"gpu": None})
@@ -187,8 +220,7 @@ def cmd_run(args) -> int:
     # With --json - stdout carries only the JSON document; the report goes to stderr.
     show = err_console if args.json == "-" else console
     import torch
-    from . import bench
-    from .gemm import compiled, device_limits, mm
+    from .gemm import compiled, device_limits
 
     if min(args.m, args.n, args.k) < 1:
         err_console.print(f"zoo run: -m, -n and -k must be >= 1, got {args.m}, {args.n}, {args.k}")
@@ -199,7 +231,6 @@ def cmd_run(args) -> int:
         return EXIT_FAIL
     idx = torch.cuda.current_device()
     lim = device_limits(idx)
-    dtype, out_dtype = getattr(torch, DTYPES[args.dtype]), getattr(torch, DTYPES[out_name])
     problem = registry.Problem(args.m, args.n, args.k, DTYPES[args.dtype], DTYPES[out_name])
     what = f"{args.m}x{args.n}x{args.k} {args.dtype} -> {out_name}"
     candidates = _run_candidates(args, lim, problem)
@@ -209,29 +240,17 @@ def cmd_run(args) -> int:
             compiled(spec, cfg, problem.dtype, problem.out_dtype, idx)
         show.print(f"  {spec.name} / {cfg.name} ({cfg.describe()})")
 
-    gen = torch.Generator(device="cuda").manual_seed(args.seed)
-    a = torch.randn(args.m, args.k, device="cuda", dtype=dtype, generator=gen)
-    b = torch.randn(args.k, args.n, device="cuda", dtype=dtype, generator=gen)
-    checks = {}
-    for spec, cfg in candidates:
-        out = torch.full((args.m, args.n), float("nan"), device="cuda", dtype=out_dtype)
-        mm(a, b, out=out, kernel=spec.name, config=cfg.name)
-        checks[spec.name] = bench.verify(a, b, out)
-        show.print(f"verify {spec.name} vs float64: {checks[spec.name].describe()}")
-
-    sets = bench.rotation_sets((args.m * args.k + args.k * args.n) * a.element_size(), lim.l2_bytes)
-    inputs = [(a, b)] + [(torch.randn_like(a), torch.randn_like(b)) for _ in range(sets - 1)]
-    outs = [torch.empty(args.m, args.n, device="cuda", dtype=out_dtype) for _ in range(2)]
-    fns = {"torch.mm": lambda i: bench.torch_mm(*inputs[i], out_dtype)}
-    for spec, cfg in candidates:
-        fns[spec.name] = (lambda s, c: lambda i: mm(*inputs[i], out=outs[i % 2], kernel=s, config=c))(spec.name, cfg.name)
     with Progress(TextColumn("timing"), BarColumn(), MofNCompleteColumn(), console=err_console,
                   transient=True) as progress:
         task = progress.add_task("timing", total=args.iters)
-        timings = bench.time_side_by_side(fns, sets, args.warmup, args.iters,
-                                          progress=lambda i: progress.update(task, completed=i))
+        timings, checks, sets = _measure(candidates, problem, args.warmup, args.iters, args.seed, lim,
+                                         progress=lambda i: progress.update(task, completed=i),
+                                         graph=not args.eager)
+    for name, check in checks.items():
+        show.print(f"verify {name} vs float64: {check.describe()}")
     ref_tflops = timings["torch.mm"].tflops(problem.flops)
-    table = Table(title=f"{what} on {lim.part} (median of {args.iters}, {sets} rotating input sets)")
+    table = Table(title=f"{what} on {lim.part} (median of {args.iters}, {sets} rotating input sets, "
+                        f"{_timing_name(args)})")
     for col in ("kernel", "config", "ms", "TFLOP/s", "% of torch.mm", "spread (IQR)", "verified"):
         table.add_column(col, justify="left" if col in ("kernel", "config") else "right", no_wrap=True)
     configs = {spec.name: cfg.name for spec, cfg in candidates}
@@ -252,8 +271,97 @@ def cmd_run(args) -> int:
         "device": lim.part, "cc": f"{lim.cc[0]}.{lim.cc[1]}", "date": datetime.date.today().isoformat(),
         "torch": torch.__version__, "m": args.m, "n": args.n, "k": args.k, "dtype": args.dtype,
         "out_dtype": out_name, "kernel": first_spec.name, "config": first_cfg.name, "iters": args.iters,
-        "warmup": args.warmup, "rotating_sets": sets, "results": rows})
+        "warmup": args.warmup, "rotating_sets": sets, "timing": _timing_name(args), "results": rows})
     failed = [name for name, c in checks.items() if not c.ok]
+    if failed:
+        err_console.print(f"[bold red]verification failed[/] for {', '.join(failed)}: the result is wrong")
+        return EXIT_FAIL
+    return EXIT_OK
+
+
+# ----------------------------------------------------------------------------- bench
+
+SUITES = {
+    "square": [(4096, 4096, 4096), (8192, 8192, 8192)],
+    # LLM projections: tokens M x (hidden 4096 -> 4096, 4096 -> 11008 MLP up, 11008 -> 4096 down)
+    "llm": [(m, n, k) for m in (128, 1024, 4096, 16384) for n, k in ((4096, 4096), (11008, 4096), (4096, 11008))],
+}
+
+
+def _parse_shapes(text: str) -> list[tuple[int, int, int]]:
+    shapes = []
+    for item in text.split(","):
+        parts = item.strip().lower().split("x")
+        if len(parts) != 3 or not all(p.isdigit() and int(p) >= 1 for p in parts):
+            raise ZooError(f"--shapes: {item.strip()!r} is not MxNxK with positive integers (e.g. 4096x4096x4096)")
+        shapes.append(tuple(int(p) for p in parts))
+    return shapes
+
+
+def _geomean(values: list[float]) -> float:
+    import math
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+def cmd_bench(args) -> int:
+    if not _gpu_available():
+        _write_json(args.json, {"gpu": None})
+        return _no_gpu("bench")
+    show = err_console if args.json == "-" else console
+    import torch
+    from .gemm import compiled, device_limits
+
+    out_name = args.out_dtype or args.dtype
+    if out_name not in (args.dtype, "fp32"):
+        err_console.print(f"zoo bench: --out-dtype must be {args.dtype} (the input dtype) or fp32, got {out_name}")
+        return EXIT_FAIL
+    suites = list(SUITES) if args.suite == "all" else [args.suite]
+    groups = {"shapes": _parse_shapes(args.shapes)} if args.shapes else {s: SUITES[s] for s in suites}
+    idx = torch.cuda.current_device()
+    lim = device_limits(idx)
+    title = f"{args.dtype} -> {out_name} on {lim.part} (CC {lim.cc[0]}.{lim.cc[1]}), each shape timed " \
+            f"side by side with torch.mm, median of {args.iters}, {_timing_name(args)}"
+    table = Table(title=title)
+    for col in ("suite", "M", "N", "K", "kernel / config", "ms", "TFLOP/s", "torch.mm TFLOP/s",
+                "% of torch.mm", "spread", "verified"):
+        table.add_column(col, justify="left" if col in ("suite", "kernel / config") else "right", no_wrap=True)
+    rows, failed = [], []
+    total = sum(len(v) for v in groups.values())
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err_console, transient=True) as progress:
+        task = progress.add_task("bench", total=total)
+        for suite, shapes in groups.items():
+            ratios = []
+            for m, n, k in shapes:
+                problem = registry.Problem(m, n, k, DTYPES[args.dtype], DTYPES[out_name])
+                spec, cfg = registry.select(lim, problem, kernel_name=args.kernel, config_name=args.config)
+                progress.update(task, description=f"{m}x{n}x{k}: {spec.name} / {cfg.name}")
+                compiled(spec, cfg, problem.dtype, problem.out_dtype, idx)
+                timings, checks, _ = _measure([(spec, cfg)], problem, args.warmup, args.iters, args.seed, lim,
+                                              graph=not args.eager)
+                ref, mine, check = timings["torch.mm"], timings[spec.name], checks[spec.name]
+                pct = 100 * ref.median_ms / mine.median_ms
+                ratios.append(pct)
+                if not check.ok:
+                    failed.append(f"{m}x{n}x{k}")
+                table.add_row(suite, str(m), str(n), str(k), f"{spec.name} / {cfg.name}", f"{mine.median_ms:.4f}",
+                              f"{mine.tflops(problem.flops):.1f}", f"{ref.tflops(problem.flops):.1f}",
+                              f"{pct:.1f}%", f"{100 * max(mine.spread, ref.spread):.1f}%",
+                              "[green]yes[/]" if check.ok else "[red]NO[/]")
+                rows.append({"suite": suite, "m": m, "n": n, "k": k, "kernel": spec.name, "config": cfg.name,
+                             "median_ms": mine.median_ms, "tflops": mine.tflops(problem.flops),
+                             "torch_median_ms": ref.median_ms, "torch_tflops": ref.tflops(problem.flops),
+                             "pct_of_torch": pct, "spread": mine.spread, "torch_spread": ref.spread,
+                             "verify": asdict(check)})
+                progress.advance(task)
+            table.add_row(suite, "", "", "", "[bold]geometric mean[/]", "", "", "", f"[bold]{_geomean(ratios):.1f}%[/]",
+                          "", "", end_section=True)
+    show.print(table)
+    geomeans = {g: _geomean([r["pct_of_torch"] for r in rows if r["suite"] == g]) for g in groups}
+    _write_json(args.json, {
+        "device": lim.part, "cc": f"{lim.cc[0]}.{lim.cc[1]}", "date": datetime.date.today().isoformat(),
+        "torch": torch.__version__, "dtype": args.dtype, "out_dtype": out_name, "iters": args.iters,
+        "warmup": args.warmup, "timing": _timing_name(args), "geomean_pct_of_torch": geomeans, "results": rows})
     if failed:
         err_console.print(f"[bold red]verification failed[/] for {', '.join(failed)}: the result is wrong")
         return EXIT_FAIL
@@ -301,8 +409,26 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--warmup", type=int, default=10)
     s.add_argument("--iters", type=int, default=100)
     s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--eager", action="store_true",
+                   help="time the Python calls (host launch overhead included) instead of CUDA-graph replays")
     s.add_argument("--json", metavar="PATH")
     s.set_defaults(fn=cmd_run)
+
+    s = sub.add_parser("bench", help="a suite of shapes, each verified and timed against torch.mm")
+    s.add_argument("--suite", choices=(*SUITES, "all"), default="all",
+                   help="square: 4096^3 and 8192^3; llm: M in 128..16384 x LLM projections; all (default)")
+    s.add_argument("--shapes", help="comma-separated MxNxK list instead of a suite, e.g. 4096x4096x4096,128x11008x4096")
+    s.add_argument("--dtype", choices=("fp16", "bf16"), default="fp16", help="input dtype (fp16)")
+    s.add_argument("--out-dtype", choices=tuple(DTYPES), help="output dtype: the input dtype (default) or fp32")
+    s.add_argument("--kernel", help="this kernel instead of the automatic choice per shape")
+    s.add_argument("--config", help="this config instead of the automatic choice per shape")
+    s.add_argument("--warmup", type=int, default=10)
+    s.add_argument("--iters", type=int, default=50)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--eager", action="store_true",
+                   help="time the Python calls (host launch overhead included) instead of CUDA-graph replays")
+    s.add_argument("--json", metavar="PATH")
+    s.set_defaults(fn=cmd_bench)
     return p
 
 

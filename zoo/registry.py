@@ -313,28 +313,44 @@ def eligible(cc: tuple[int, int], problem: Problem | None = None) -> list[Kernel
 
 
 MIN_RESIDENT_WARPS = 8  # fewer warps per SM leave the register-prefetch pipeline's latency exposed
+WAVE_SLACK = 0.25  # later configs are less efficient per tile (measured): one must save this much
 
 
-def resident_warps(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits) -> int:
-    """Warps per SM the config keeps resident, estimated before compiling: registers are
+def resident_blocks(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits) -> int:
+    """Blocks per SM the config keeps resident, estimated before compiling: registers are
     the kernel's launch budget, else the per-thread cap (the 64x64-warp-tile kernels use
     230-250 of 255)."""
     regs = spec.launch_registers(cfg) if spec.launch_registers else limits.max_regs_per_thread
-    return occupancy(limits, cfg.threads, regs, spec.smem_bytes(cfg)).warps_per_sm
+    return occupancy(limits, cfg.threads, regs, spec.smem_bytes(cfg)).blocks_per_sm
+
+
+def resident_warps(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits) -> int:
+    return resident_blocks(spec, cfg, limits) * cfg.threads // 32
+
+
+def wave_cost(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits, problem: Problem) -> int:
+    """Tile area one SM works through, waves included: ceil(tiles / resident slots) waves of
+    min(resident blocks, tiles per SM) tiles. Equal for configs that fill the GPU equally;
+    larger for a tile that leaves SMs idle in its last wave or in a short grid."""
+    blocks = max(resident_blocks(spec, cfg, limits), 1)
+    tiles = cfg.tiles(problem.m, problem.n)
+    waves = -(-tiles // (limits.sm_count * blocks))
+    per_sm = min(blocks, -(-tiles // limits.sm_count))
+    return waves * per_sm * cfg.block_m * cfg.block_n
 
 
 def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem) -> cfgs.TileConfig:
-    """The configs file lists configs best first (measured; NOTES.md). Take the first that
-    fits the arch, keeps at least MIN_RESIDENT_WARPS warps per SM and has a tile for every SM;
-    when none does (small problems), the valid config with the most tiles."""
+    """The configs file lists configs best first (measured; NOTES.md). Among those that fit the
+    arch and keep at least MIN_RESIDENT_WARPS warps per SM (all valid ones if none does), take
+    the first whose wave cost is within WAVE_SLACK of the cheapest: a small problem gets the
+    tile that spreads it over the most SMs, a large one the most efficient tile."""
     valid = [c for c in spec.configs if not cfgs.problems(c, spec, limits)]
     if not valid:
         raise ZooError(f"no config of {spec.name} fits {limits.part} ({limits.arch})")
-    for c in valid:
-        if (resident_warps(spec, c, limits) >= MIN_RESIDENT_WARPS
-                and c.tiles(problem.m, problem.n) >= limits.sm_count):
-            return c
-    return max(valid, key=lambda c: (c.tiles(problem.m, problem.n), -c.block_m * c.block_n))
+    preferred = [c for c in valid if resident_warps(spec, c, limits) >= MIN_RESIDENT_WARPS] or valid
+    costs = {c: wave_cost(spec, c, limits, problem) for c in preferred}
+    cheapest = min(costs.values())
+    return next(c for c in preferred if costs[c] <= cheapest * (1 + WAVE_SLACK))
 
 
 def select(limits: ArchLimits, problem: Problem, *, kernel_name: str | None = None,
