@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The device run behind the README's results: facts, the GPU tests, every eligible kernel side
-# by side with torch.mm in each dtype pair, and ncu's bank-conflict, occupancy and tensor-pipe
+# by side with torch.mm in each dtype pair, the bench suites (4096^3, 8192^3, LLM shapes),
+# compute-sanitizer on the sm_90a kernel, and ncu's bank-conflict, occupancy and tensor-pipe
 # figures for each kernel's automatic config. Logs land in $OUT.
 #   run on a GPU machine from the checkout: bash scripts/device_session.sh
 set -u
@@ -16,6 +17,22 @@ for pair in "fp16 fp16" "fp16 fp32" "bf16 bf16" "bf16 fp32"; do
   set -- $pair
   bin/zoo run --auto-arch --all-kernels --dtype "$1" --out-dtype "$2" --json "$OUT/run-$1-$2.json" | tail -6
 done
+bin/zoo bench --json "$OUT/bench-fp16-fp16.json" | tail -20
+for pair in "fp16 fp32" "bf16 bf16" "bf16 fp32"; do
+  set -- $pair
+  bin/zoo bench --suite square --dtype "$1" --out-dtype "$2" --json "$OUT/bench-square-$1-$2.json" | grep -E "^│ square"
+done
+bin/zoo bench --suite llm --eager --json "$OUT/bench-llm-eager.json" | grep geometric
+SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+for tool in memcheck racecheck; do
+  # --report-api-errors no: torch and cuda-python probe driver entry points that do not exist
+  "$SAN" --tool $tool --report-api-errors no python3 scripts/sanitize.py sm90_gemm_tma_wgmma > "$OUT/sanitizer-$tool.txt" 2>&1
+  echo "compute-sanitizer $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer-$tool.txt")"
+done
+ncu --clock-control none --kernel-name regex:zoo_ --launch-skip 1 --launch-count 1 --section SpeedOfLight \
+  --print-details all python3 scripts/ncu_probe.py 4096 sm90_gemm_tma_wgmma 128x256 > "$OUT/ncu-sm90.txt" 2>&1
+echo "ncu sm90_gemm_tma_wgmma / 128x256, 4096^3 fp16:"
+grep -E "Duration|SM Frequency|Hgmma|L2 Cache Throughput|DRAM Throughput" "$OUT/ncu-sm90.txt"
 metrics=l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
 for kernel_out in "sm80_gemm_mma fp16" "sm75_hgemm_wmma fp32"; do
   set -- $kernel_out

@@ -91,3 +91,27 @@ def test_host_launchers_build_as_a_shared_library_with_nvcc(tmp_path):
     assert proc.returncode == 0, proc.stderr
     symbols = subprocess.run(["nm", "-D", str(so)], capture_output=True, text=True).stdout
     assert " T zoo_hgemm_sm75\n" in symbols and " T zoo_hgemm_sm75_half\n" in symbols
+
+
+def test_sm90_kernel_sass_is_tma_wgmma_warp_specialized():
+    spec = registry.SM90_GEMM
+    cubin = cuda.compile_cubin(spec.source, "sm_90a", spec.defines(spec.config("128x256")))
+    f16_text = sass.function_sass(cubin.image, spec.entry[("float16", "float16")])
+    bf16_text = sass.function_sass(cubin.image, spec.entry[("bfloat16", "float32")])
+    assert "HGMMA.64x256x16.F32 " in f16_text and "HGMMA.64x256x16.F32.BF16 " in bf16_text
+    assert ".tnspB" in f16_text, "B is read N-major (transposed) from shared memory"
+    f16 = sass.opcode_counts(f16_text)
+    assert "UTMALDG.2D" in f16 and "UTMASTG.2D" in f16, "TMA loads and the TMA-store epilogue"
+    assert any(op.startswith("SYNCS.PHASECHK") for op in f16), "mbarrier parity waits"
+    assert any(op.startswith("USETMAXREG") for op in f16), "setmaxnreg between the warpgroup roles"
+    assert not any(op.startswith(("HMMA", "LDL", "STL")) for op in f16)
+    # setmaxnreg only balances if the block is launched at exactly the budget the kernel assumes.
+    res = sass.resources(cubin.image, spec.entry[("float16", "float16")])
+    assert res.registers == registry._sm90_launch_registers(spec.config("128x256")) == 168
+
+
+def test_sm90_cluster_config_multicasts():
+    spec = registry.SM90_GEMM
+    cubin = cuda.compile_cubin(spec.source, "sm_90a", spec.defines(spec.config("128x256c2")))
+    text = sass.function_sass(cubin.image, spec.entry[("float16", "float16")])
+    assert "UTMALDG.2D.MULTICAST" in text, "B boxes go to both CTAs of the cluster"

@@ -57,3 +57,17 @@ def test_run_rejects_nonpositive_sizes_before_touching_the_gpu(monkeypatch, caps
     monkeypatch.setattr(cli, "_gpu_available", lambda: True)
     assert cli.main(["run", "-m", "0"]) == 1
     assert "must be >= 1" in capsys.readouterr().err
+
+
+@no_gpu_only
+def test_bench_without_a_gpu_exits_2():
+    rc, out, err = run("bench", "--suite", "llm", "--json", "-")
+    assert rc == 2 and "no CUDA GPU is visible" in err and json.loads(out) == {"gpu": None}
+
+
+def test_bench_shapes_are_parsed_or_refused_clearly():
+    assert cli._parse_shapes("4096x4096x4096, 128X11008x4096") == [(4096, 4096, 4096), (128, 11008, 4096)]
+    for bad in ("4096x4096", "0x1x1", "ax1x1"):
+        with pytest.raises(cli.ZooError, match="is not MxNxK"):
+            cli._parse_shapes(bad)
+    assert len(cli.SUITES["llm"]) == 12 and cli._geomean([50.0, 200.0]) == pytest.approx(100.0)

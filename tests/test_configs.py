@@ -83,3 +83,29 @@ def test_sm80_rules_match_the_kernels_static_asserts():
     with pytest.raises(ConfigError, match="copy 4 B rows per pass; it must be a multiple of the 8-row"):
         configs.validate(replace(good, name="odd", block_m=64, block_n=256, threads=128), sm80,
                          arch.offline("sm_90a"))
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(block_k=32), "block_k 32 must be 64: one 128-byte swizzled row"),
+    (dict(warp_m=128, block_m=256), "warp_m 128 must be 64"),
+    (dict(warp_n=192, block_n=192), "warp_n 192 must be 128 or 256"),
+    (dict(block_m=64, threads=256), "1 consumer warpgroups; the kernel's register split assumes 2"),
+    (dict(threads=256), r"threads 256 != 128 x \(1 producer \+ 2 consumer warpgroups\)"),
+    (dict(stages=5), r"needs 279632 B of shared memory per block; H100 SXM5 \(sm_90a\) allows 232448 B"),
+    (dict(cluster_m=4), "cluster_m 4 not supported"),
+])
+def test_sm90_rules(change, message):
+    spec = registry.SM90_GEMM
+    with pytest.raises(ConfigError, match=message):
+        configs.validate(replace(spec.config("128x256"), **change), spec, arch.offline("sm_90a"))
+
+
+def test_cluster_needs_a_kernel_that_supports_it():
+    with pytest.raises(ConfigError, match=r"cluster_m 2 not supported by sm75_hgemm_wmma \(supports \[1\]\)"):
+        configs.validate(replace(GOOD, cluster_m=2), SPEC, arch.offline("sm_90a"))
+
+
+def test_sm90_b_boxes_split_over_the_cluster():
+    spec = registry.SM90_GEMM
+    odd = replace(spec.config("128x256c2"), name="odd", block_n=192, warp_n=192)
+    assert any("split evenly over the cluster's 2 CTAs" in p for p in configs.problems(odd, spec, arch.offline("sm_90a")))

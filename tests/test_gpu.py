@@ -139,3 +139,37 @@ def test_occupancy_model_matches_the_driver():
         attrs = cuda.function_attributes(fn)
         model = sass.occupancy(lim, cfg.threads, attrs["registers"], fn.smem_bytes + attrs["static_smem"])
         assert model.blocks_per_sm == cuda.max_active_blocks(fn, cfg.threads), (cfg.name, attrs, model)
+
+
+@pytest.mark.parametrize("spec", KERNELS, ids=lambda k: k.name if k else "none")
+def test_every_kernel_replays_from_a_cuda_graph(spec):
+    """zoo.mm captured once and replayed on new data in the same buffers (how `zoo bench`
+    times it, and how a model would run it): the launch must not depend on host state."""
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    a, b = rand(1000, 776, gen=gen), rand(776, 1504, gen=gen)
+    out = torch.empty(1000, 1504, device="cuda", dtype=torch.float16)
+    zoo.mm(a, b, out=out, kernel=spec.name)  # compile and load outside the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        zoo.mm(a, b, out=out, kernel=spec.name)
+    for _ in range(2):
+        a.copy_(rand(1000, 776, gen=gen))
+        b.copy_(rand(776, 1504, gen=gen))
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert bench.verify(a, b, out).ok
+
+
+def test_sm90_cluster_configs_on_odd_tile_rows():
+    """2-CTA clusters stack tiles in M: with an odd number of M tiles one CTA of the last
+    cluster has no rows, yet keeps multicasting B to its peer."""
+    lim = gemm.device_limits(torch.cuda.current_device())
+    spec = registry.SM90_GEMM
+    if not spec.runs_on(lim.cc):
+        pytest.skip(f"{spec.name} runs on CC 9.0 only; this GPU is {lim.cc}")
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    for cfg in (c for c in spec.configs if c.cluster_m > 1):
+        for m in (1, 129, 3 * cfg.block_m, 3 * cfg.block_m + 5):
+            check(rand(m, 512, gen=gen), rand(512, 1000, gen=gen), torch.float16, kernel=spec.name, config=cfg.name)

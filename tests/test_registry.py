@@ -96,3 +96,37 @@ def test_sm80_configs_by_problem_size():
     for lim in (a100, H100):
         assert registry.pick_config(spec, lim, Problem(4096, 4096, 4096)).name == "256x128"
     assert registry.pick_config(spec, H100, Problem(256, 256, 4096)).name == "64x64"
+
+
+def test_sm90_kernel_runs_on_hopper_only():
+    spec = registry.SM90_GEMM
+    assert spec.runs_on((9, 0)) and spec.compile_arch((9, 0)) == "sm_90a"
+    for cc in ((8, 0), (8, 9), (10, 0), (12, 0)):
+        assert not spec.runs_on(cc)
+        with pytest.raises(ZooError, match=r"sm90_gemm_tma_wgmma runs on CC 9\.0 only"):
+            registry.select(limits_for(cc), Problem(256, 256, 256), kernel_name=spec.name)
+
+
+def test_wave_cost_prefers_the_listed_tile_unless_a_later_one_fills_the_gpu():
+    spec = registry.SM90_GEMM
+    # 4096^2: 512 tiles of 128x256 or 1024 of 128x128 cost the same per SM: the first listed wins.
+    assert registry.pick_config(spec, H100, Problem(4096, 4096, 4096)).name == "128x256"
+    # 1024 x 4096: 128 tiles of 128x256 on 132 SMs is one wave, as good as 256 tiles of 128x128.
+    assert registry.pick_config(spec, H100, Problem(1024, 4096, 4096)).name == "128x256"
+    # 128 x 4096: 16 tiles of 128x256 leave 116 SMs idle; 32 of 128x128 halve the time per SM.
+    small = Problem(128, 4096, 4096)
+    assert registry.wave_cost(spec, spec.config("128x128"), H100, small) * 2 == \
+        registry.wave_cost(spec, spec.config("128x256"), H100, small)
+    assert registry.pick_config(spec, H100, small).name == "128x128"
+    # A config that would save less than WAVE_SLACK keeps the listed (more efficient) one: the
+    # sm_80 kernel's 64x64 tiles run ~40% slower per FLOP than 256x128 on an A100.
+    assert registry.pick_config(registry.SM80_GEMM, arch.offline("sm_80"), Problem(4096, 4096, 4096)).name == "256x128"
+
+
+def test_persistent_grid_is_capped_by_resident_clusters():
+    spec, cfg = registry.SM90_GEMM, registry.SM90_GEMM.config("128x256c2")
+    # 4096^2: 16 x 16 tiles, stacked in pairs along M: 128 stacks; 66 resident clusters of 2.
+    assert spec.grid(cfg, 4096, 4096, 66) == (132, 1, 1)
+    # An odd number of M tiles still gives whole clusters.
+    assert spec.grid(cfg, 129, 256, 66) == (2, 1, 1)
+    assert registry.SM75_HGEMM.grid(registry.SM75_HGEMM.config("64x64"), 129, 256, 66) == (12, 1, 1)
