@@ -173,3 +173,21 @@ def test_sm90_cluster_configs_on_odd_tile_rows():
     for cfg in (c for c in spec.configs if c.cluster_m > 1):
         for m in (1, 129, 3 * cfg.block_m, 3 * cfg.block_m + 5):
             check(rand(m, 512, gen=gen), rand(512, 1000, gen=gen), torch.float16, kernel=spec.name, config=cfg.name)
+
+
+def test_sm90_split_k_for_grids_under_one_wave():
+    """Few tiles and a deep K: the tiles are cut into K slices whose fp32 partials the last
+    slice of each tile adds up (every dtype pair, the cluster configs, ragged edges)."""
+    lim = gemm.device_limits(torch.cuda.current_device())
+    spec = registry.SM90_GEMM
+    if not spec.runs_on(lim.cc):
+        pytest.skip(f"{spec.name} runs on CC 9.0 only; this GPU is {lim.cc}")
+    gen = torch.Generator(device="cuda").manual_seed(17)
+    for cfg in spec.configs:
+        for m, n, k in ((128, 512, 4096), (77, 300, 1100), (1, 8, 2048), (3 * cfg.block_m + 1, 1000, 3000)):
+            resident = gemm.compiled(spec, cfg, "float16", "float16", torch.cuda.current_device()) \
+                .resident_clusters(cfg.threads, cfg.cluster_m, lim.sm_count)
+            assert registry.split_k(spec, cfg, m, n, k, resident) > 1, (cfg.name, m, n, k)
+            for dtype, out_dtype in spec.entry:
+                check(rand(m, k, gen=gen, dtype=getattr(torch, dtype)), rand(k, n, gen=gen, dtype=getattr(torch, dtype)),
+                      getattr(torch, out_dtype), kernel=spec.name, config=cfg.name)

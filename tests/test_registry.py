@@ -130,3 +130,17 @@ def test_persistent_grid_is_capped_by_resident_clusters():
     # An odd number of M tiles still gives whole clusters.
     assert spec.grid(cfg, 129, 256, 66) == (2, 1, 1)
     assert registry.SM75_HGEMM.grid(registry.SM75_HGEMM.config("64x64"), 129, 256, 66) == (12, 1, 1)
+
+
+def test_split_k_only_under_one_wave_and_never_an_empty_slice():
+    spec = registry.SM90_GEMM
+    small, big = spec.config("128x128"), spec.config("128x256")
+    assert registry.split_k(spec, big, 4096, 4096, 4096, 132) == 1            # 512 tiles
+    assert registry.split_k(spec, small, 128, 4096, 4096, 132) == 4           # 32 tiles, 64 K-tiles
+    assert registry.split_k(spec, small, 128, 4096, 256, 132) == 1            # K too shallow to cut
+    assert registry.split_k(registry.SM80_GEMM, registry.SM80_GEMM.config("64x64"), 64, 64, 8192, 132) == 1
+    for k in range(64, 64 * 80, 64 * 3):  # slices of ceil(k_tiles / splits) K-tiles, none empty
+        splits = registry.split_k(spec, small, 1, 128, k, 132)
+        k_tiles = -(-k // 64)
+        per = -(-k_tiles // splits)
+        assert (splits - 1) * per < k_tiles and splits <= registry.MAX_SPLITS

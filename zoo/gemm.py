@@ -156,7 +156,8 @@ def launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor
         cuda.ensure_context(device_index)
         resident = fn.resident_clusters(cfg.threads, cfg.cluster_m, device_limits(device_index).sm_count) \
             if spec.persistent else 0
-        grid = spec.grid(cfg, m, n, resident)
+        splits = registry.split_k(spec, cfg, m, n, k, resident)
+        grid = spec.grid(cfg, m, n, resident, splits)
         if grid[0] > INT32_MAX:
             raise ZooError(f"{m}x{n} needs {grid[0]} blocks of {cfg.block_m}x{cfg.block_n}; the grid allows {INT32_MAX}")
         stream = torch.cuda.current_stream(device_index).cuda_stream
@@ -170,8 +171,15 @@ def launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor
             c_tma = c.data_ptr() % 16 == 0 and (m == 1 or c.stride(0) * c.element_size() % 16 == 0)
             c_map = cuda.tensor_map_2d(c.data_ptr(), _dtype_name(c.dtype), m, n, ldc[0], c_rows, c_cols) \
                 if c_tma else cuda.empty_tensor_map()
+            workspace = counters = None
+            if splits > 1:  # fp32 partials per (tile, consumer warpgroup, split), and counts
+                slots = registry.stacks(cfg, m, n) * cfg.cluster_m * cfg.warps
+                workspace = torch.empty(slots * splits * cfg.warp_m * cfg.warp_n, dtype=torch.float32, device=c.device)
+                counters = torch.zeros(slots, dtype=torch.int32, device=c.device)
             args = [(a_map, None), (b_map, None), (c_map, None), (int(c_tma), cuda.INT32),
-                    (c.data_ptr(), cuda.POINTER), (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32), ldc]
+                    (c.data_ptr(), cuda.POINTER), (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32), ldc,
+                    (splits, cuda.INT32), (workspace.data_ptr() if splits > 1 else 0, cuda.POINTER),
+                    (counters.data_ptr() if splits > 1 else 0, cuda.POINTER)]
         else:
             args = [(a.data_ptr(), cuda.POINTER), (b.data_ptr(), cuda.POINTER), (c.data_ptr(), cuda.POINTER),
                     (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32),

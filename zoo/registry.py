@@ -60,6 +60,7 @@ class KernelSpec:
     launch_registers: Callable[[cfgs.TileConfig], int] | None = None
     persistent: bool = False             # a grid of as many blocks as fit at once, looping over tiles
     cluster_sizes: tuple[int, ...] = (1,)  # thread-block cluster sizes (along M) it supports
+    split_k: bool = False                # can cut K into units reduced through a workspace
     # TMA boxes (rows, cols) of A, B and C for a config and C's element size: the kernel
     # reads A and B through tensor maps, and stores C through one when C's rows allow it.
     tma_boxes: Callable[[cfgs.TileConfig, int], tuple[tuple[int, int], ...]] | None = None
@@ -99,13 +100,37 @@ class KernelSpec:
                 "ZOO_GROUP_M": c.group_m, "ZOO_CLUSTER_M": c.cluster_m,
                 "ZOO_SMEM_BYTES": self.smem_bytes(c)}
 
-    def grid(self, c: cfgs.TileConfig, m: int, n: int, resident_clusters: int) -> tuple[int, int, int]:
+    def grid(self, c: cfgs.TileConfig, m: int, n: int, resident_clusters: int,
+             splits: int = 1) -> tuple[int, int, int]:
         """One block per tile; a persistent kernel gets at most as many clusters as can be
-        resident at once, each walking stacks of cluster_m tiles."""
+        resident at once, each walking units (stacks of cluster_m tiles, x splits of K)."""
         if not self.persistent:
             return (c.tiles(m, n), 1, 1)
-        stacks = -(-m // (c.block_m * c.cluster_m)) * -(-n // c.block_n)
-        return (min(stacks, resident_clusters) * c.cluster_m, 1, 1)
+        return (min(stacks(c, m, n) * splits, resident_clusters) * c.cluster_m, 1, 1)
+
+
+def stacks(c: cfgs.TileConfig, m: int, n: int) -> int:
+    """Units of work of a persistent kernel without split-K: stacks of cluster_m tiles in M."""
+    return -(-m // (c.block_m * c.cluster_m)) * -(-n // c.block_n)
+
+
+MIN_SPLIT_K_TILES = 8   # a K slice of at least 8 K-tiles keeps the TMA ring busy
+MAX_SPLITS = 8
+
+
+def split_k(spec: KernelSpec, c: cfgs.TileConfig, m: int, n: int, k: int, resident_clusters: int) -> int:
+    """How many slices of K a persistent kernel cuts each tile into: 1 when the tiles fill the
+    resident clusters; else enough units to fill them, each at least MIN_SPLIT_K_TILES deep
+    (no empty slice: the count is recomputed from the slice depth)."""
+    units = stacks(c, m, n)
+    if not spec.split_k or units >= resident_clusters:
+        return 1
+    k_tiles = -(-k // c.block_k)
+    splits = min(resident_clusters // units, k_tiles // MIN_SPLIT_K_TILES, MAX_SPLITS)
+    if splits <= 1:
+        return 1
+    per = -(-k_tiles // splits)
+    return -(-k_tiles // per)
 
 
 # ----------------------------------------------------------------------------- shared rules
@@ -229,10 +254,11 @@ SM90_EPILOGUE_BOXES = 2      # EPI_BOXES: C boxes of 64 rows x 128 B staged per 
 
 def _sm90_smem(c: cfgs.TileConfig) -> int:
     """Same formula as SMEM_BYTES in kernels/sm90/gemm_tma_wgmma.cu: 1024 B of alignment
-    slack, the ring, the consumers' C staging boxes, a full and an empty mbarrier per stage."""
+    slack, the ring, the consumers' C staging boxes, a full and an empty mbarrier per stage,
+    16 B of split-K flags."""
     ring = c.stages * (c.block_m * c.block_k + c.block_k * c.block_n) * 2
     staging = _sm90_consumers(c) * SM90_EPILOGUE_BOXES * c.warp_m * cuda.TMA_SWIZZLE_BYTES
-    return 1024 + ring + staging + 2 * c.stages * 8
+    return 1024 + ring + staging + 2 * c.stages * 8 + 16
 
 
 def _sm90_rules(c: cfgs.TileConfig) -> list[str]:
@@ -279,7 +305,7 @@ SM90_GEMM = KernelSpec(
                     (r"\bHMMA\.", "HMMA (the legacy tensor-core path)")),
     description="TMA + mbarrier ring, warp-specialized producer/consumers, wgmma, persistent",
     thread_layout=_sm90_threads, launch_registers=_sm90_launch_registers, persistent=True,
-    cluster_sizes=(1, 2),
+    cluster_sizes=(1, 2), split_k=True,
     tma_boxes=lambda c, out_size: ((c.block_m, c.block_k), (c.block_k, TMA_SWIZZLE_COLS),
                                    (c.warp_m, cuda.TMA_SWIZZLE_BYTES // out_size)),
 )

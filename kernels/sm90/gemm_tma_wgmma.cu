@@ -14,6 +14,9 @@
 //   Tensor maps, all 128-byte swizzled, zero fill outside the tensor: tmap_a (M rows, K cols),
 //   box BM x 64; tmap_b (K rows, N cols), box BK x 64; tmap_c (M rows, N cols), box 64 x 128 B,
 //   used when c_tma != 0 (C's base and row stride 16-byte aligned), else C is stored directly.
+//   splits > 1 (split-K, for grids under one wave): each tile's K-tiles are cut into `splits`
+//   units; workspace holds their fp32 partials and counters (zeroed, one int per tile and
+//   consumer) counts them in; the last unit of a tile reduces and stores it.
 //
 // Pipeline (warp-specialized): warpgroup 0 is the producer: one thread issues the TMA loads of
 //   each K-tile into a ring of STAGES shared-memory buffers, after waiting on that stage's
@@ -29,7 +32,7 @@
 //   cluster's CTAs have released it (they arrive on every CTA's "empty" barrier).
 // Shared memory: A stage = BM rows x 128 B (K-major, 128B swizzle); B stage = BN/64 boxes of
 //   BK rows x 128 B (N-major, 128B swizzle; wgmma reads it transposed); then per consumer two
-//   64-row C boxes; then the mbarriers. Stages and boxes are 1024-byte aligned, as the swizzle
+//   64-row C boxes; then the mbarriers and the consumers' split-K flags. Stages and boxes are 1024-byte aligned, as the swizzle
 //   atom (8 rows x 128 B) requires.
 //
 // Run it: zoo run --auto-arch on an H100/H200, or zoo run --kernel sm90_gemm_tma_wgmma
@@ -46,7 +49,7 @@
 #define ZOO_STAGES 4
 #define ZOO_GROUP_M 8
 #define ZOO_CLUSTER_M 2
-#define ZOO_SMEM_BYTES 230464
+#define ZOO_SMEM_BYTES 230480
 #endif
 
 namespace zoo_sm90 {
@@ -72,7 +75,8 @@ constexpr int ALIGN_SLACK = 1024;                  // dynamic smem is rounded up
 constexpr int EPI_BOX_BYTES = WG_M * SWIZZLE_BYTES;
 constexpr int EPI_BOXES = 2;
 constexpr int EPI_BYTES = CONSUMERS * EPI_BOXES * EPI_BOX_BYTES;
-constexpr int SMEM_BYTES = ALIGN_SLACK + STAGES * STAGE_BYTES + EPI_BYTES + BARRIER_BYTES;
+constexpr int SPLIT_FLAG_BYTES = 16;               // per consumer: "this unit finishes its tile"
+constexpr int SMEM_BYTES = ALIGN_SLACK + STAGES * STAGE_BYTES + EPI_BYTES + BARRIER_BYTES + SPLIT_FLAG_BYTES;
 constexpr int K_STEPS = BK / 16;                   // wgmma k16 per K-tile
 
 // Registers: the block is launched at 65536 / THREADS per thread (a multiple of 8); the
@@ -90,6 +94,7 @@ static_assert(WG_N == 128 || WG_N == 256, "wgmma wrappers exist for N = 128 and 
 static_assert(BM % WG_M == 0 && BN % WG_N == 0 && BN % BOX_COLS == 0, "tile must split");
 static_assert(BM <= 256 && BK <= 256, "TMA box dimensions are at most 256");
 static_assert(CONSUMERS >= 1 && CONSUMERS <= 3, "one producer and 1-3 consumer warpgroups");
+static_assert(CONSUMERS * 4 <= SPLIT_FLAG_BYTES, "a split-K flag per consumer");
 static_assert(STAGES >= 2, "the ring needs at least two stages");
 static_assert(CLUSTER_M >= 1 && (BN / BOX_COLS) % CLUSTER_M == 0,
               "each CTA of a cluster multicasts an equal share of B's boxes");
@@ -180,15 +185,23 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[WG_N / 2], uns
   }
 }
 
+// A unit of work: one tile's K-tiles [kt_begin, kt_end), split `split` of `splits`.
+struct Work {
+  int tile_m, tile_n, kt_begin, kt_end, split;
+};
+
 // Tile scheduler: a cluster owns stacks of CLUSTER_M tiles in M (same columns, so one B tile
 // serves all of them), in grouped order; CTA `rank` of the cluster takes the rank-th tile.
+// With split-K (grids under one wave), each stack is `splits` units over slices of K.
 struct Scheduler {
-  int tiles_m, tiles_n, stacks_m, stacks, first, step, rank;
-  __device__ Scheduler(int M, int N) {
-    tiles_m = zoo::ceil_div(M, BM);
+  int tiles_n, stacks_m, units, first, step, rank, splits, k_tiles, k_per_split;
+  __device__ Scheduler(int M, int N, int K, int splits_) {
     tiles_n = zoo::ceil_div(N, BN);
-    stacks_m = zoo::ceil_div(tiles_m, CLUSTER_M);
-    stacks = stacks_m * tiles_n;
+    stacks_m = zoo::ceil_div(zoo::ceil_div(M, BM), CLUSTER_M);
+    splits = splits_;
+    units = stacks_m * tiles_n * splits;
+    k_tiles = zoo::ceil_div(K, BK);
+    k_per_split = zoo::ceil_div(k_tiles, splits);
     if constexpr (CLUSTER_M > 1) {
       first = cluster_id(), step = cluster_count(), rank = cluster_rank();
     } else {
@@ -197,12 +210,52 @@ struct Scheduler {
   }
   // A stack past the last M tile (odd tiles_m) still runs: its A reads are zero-filled and
   // its stores skipped, while its CTA keeps multicasting B to the peer.
-  __device__ void tile(int stack, int& tile_m, int& tile_n) const {
+  __device__ Work work(int unit) const {
+    Work w;
     int stack_m;
-    zoo::grouped_tile(stack, stacks_m, tiles_n, zoo::cmax(1, ZOO_GROUP_M / CLUSTER_M), stack_m, tile_n);
-    tile_m = stack_m * CLUSTER_M + rank;
+    w.split = unit % splits;
+    zoo::grouped_tile(unit / splits, stacks_m, tiles_n, zoo::cmax(1, ZOO_GROUP_M / CLUSTER_M), stack_m, w.tile_n);
+    w.tile_m = stack_m * CLUSTER_M + rank;
+    w.kt_begin = w.split * k_per_split;
+    w.kt_end = min(k_tiles, w.kt_begin + k_per_split);
+    return w;
   }
 };
+
+// Split-K: every unit of a tile stores its fp32 partial (in the accumulator layout, one float4
+// per thread per step, coalesced) and counts itself in; the unit that arrives last adds the
+// others' partials and runs the epilogue. No unit waits for another, so a persistent grid
+// cannot deadlock whatever order it meets the units in. Returns whether this unit finishes.
+__device__ __forceinline__ bool split_k_reduce(float (&acc)[WG_N / 2], const Work& w,
+                                               const Scheduler& sched, int consumer,
+                                               float* workspace, int* counters,
+                                               volatile int* flag) {
+  constexpr int VECS = WG_N / 8;  // float4s per thread
+  const int t = threadIdx.x % WG_THREADS;
+  const int slot = (w.tile_m * sched.tiles_n + w.tile_n) * CONSUMERS + consumer;
+  float4* const partials = reinterpret_cast<float4*>(workspace) +
+                           static_cast<long long>(slot) * sched.splits * VECS * WG_THREADS;
+  float4* const mine = partials + static_cast<long long>(w.split) * VECS * WG_THREADS;
+#pragma unroll
+  for (int i = 0; i < VECS; ++i)
+    mine[i * WG_THREADS + t] = make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]);
+  __threadfence();  // the partial is visible GPU-wide before the count says so
+  named_barrier(1 + consumer, WG_THREADS);
+  if (t == 0) flag[consumer] = atomicAdd(counters + slot, 1);
+  named_barrier(1 + consumer, WG_THREADS);
+  if (flag[consumer] != sched.splits - 1) return false;
+  __threadfence();
+  for (int s = 0; s < sched.splits; ++s) {
+    if (s == w.split) continue;
+    const float4* const other = partials + static_cast<long long>(s) * VECS * WG_THREADS;
+#pragma unroll
+    for (int i = 0; i < VECS; ++i) {
+      const float4 v = __ldcg(other + i * WG_THREADS + t);  // written by other SMs: not via L1
+      acc[4 * i] += v.x, acc[4 * i + 1] += v.y, acc[4 * i + 2] += v.z, acc[4 * i + 3] += v.w;
+    }
+  }
+  return true;
+}
 
 // Each consumer warp tells every CTA of the cluster that it is done reading a stage.
 __device__ __forceinline__ void release(unsigned empty_bar) {
@@ -218,9 +271,10 @@ __device__ __forceinline__ void release(unsigned empty_bar) {
 template <bool BF16, typename OutT>
 __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsigned epi_smem,
                                         unsigned full_bar, unsigned empty_bar,
-                                        const Scheduler& sched, int k_tiles, int consumer,
+                                        const Scheduler& sched, int consumer,
                                         const TensorMap* tmap_c, bool c_tma, OutT* C, int M,
-                                        int N, int ldc) {
+                                        int N, int ldc, float* workspace, int* counters,
+                                        volatile int* split_flags) {
   setmaxnreg_inc<CONSUMER_REGS>();
   const int wg_m0 = (consumer % (BM / WG_M)) * WG_M, wg_n0 = (consumer / (BM / WG_M)) * WG_N;
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
@@ -242,19 +296,19 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
 
   int stage = 0;
   unsigned phase = 0;
-  for (int stack = sched.first; stack < sched.stacks; stack += sched.step) {
-    int tile_m, tile_n;
-    sched.tile(stack, tile_m, tile_n);
+  for (int unit = sched.first; unit < sched.units; unit += sched.step) {
+    const Work w = sched.work(unit);
+    const int tile_m = w.tile_m, tile_n = w.tile_n;
 
     int prev_stage = -1;
-    for (int kt = 0; kt < k_tiles; ++kt) {
+    for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
       mbar_wait(full_bar + 8 * stage, phase);
       wgmma_fence();
 #pragma unroll
       for (int ks = 0; ks < K_STEPS; ++ks) {
         const unsigned long long a = desc_a0 + ((stage * A_STAGE_BYTES + ks * 32) >> 4);
         const unsigned long long b = desc_b0 + ((stage * B_STAGE_BYTES + ks * 16 * SWIZZLE_BYTES) >> 4);
-        Wgmma<WG_N, BF16>::mma(acc, a, b, (kt > 0 || ks > 0) ? 1 : 0);
+        Wgmma<WG_N, BF16>::mma(acc, a, b, (kt > w.kt_begin || ks > 0) ? 1 : 0);
       }
       wgmma_commit();
       // This K-tile's MMAs stay in flight; the previous one's are done, so its stage is free.
@@ -266,7 +320,14 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
     }
     wgmma_wait<0>();
     fence_accumulators(acc);
-    if (lane == 0) release(empty_bar + 8 * prev_stage);
+    if (prev_stage >= 0 && lane == 0) release(empty_bar + 8 * prev_stage);
+    if (w.kt_begin >= w.kt_end) {  // an empty K slice (the host avoids them) adds zero
+#pragma unroll
+      for (int i = 0; i < WG_N / 2; ++i) acc[i] = 0.f;
+    }
+    if (sched.splits > 1 &&
+        !split_k_reduce(acc, w, sched, consumer, workspace, counters, split_flags))
+      continue;  // another unit of this tile finishes it
 
     if (c_tma) {
       store_tile_tma<OutT>(acc, epi_smem + consumer * EPI_BOXES * EPI_BOX_BYTES, tmap_c,
@@ -299,7 +360,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
 template <bool BF16, typename OutT>
 __device__ __forceinline__ void gemm(const TensorMap* tmap_a, const TensorMap* tmap_b,
                                      const TensorMap* tmap_c, bool c_tma, OutT* C, int M, int N,
-                                     int K, int ldc) {
+                                     int K, int ldc, int splits, float* workspace, int* counters) {
   extern __shared__ unsigned char smem_raw[];
   const unsigned smem_base = (smem_u32(smem_raw) + ALIGN_SLACK - 1) & ~unsigned(ALIGN_SLACK - 1);
   const unsigned a_smem = smem_base;                         // STAGES x A_STAGE_BYTES
@@ -307,10 +368,12 @@ __device__ __forceinline__ void gemm(const TensorMap* tmap_a, const TensorMap* t
   const unsigned epi_smem = smem_base + STAGES * STAGE_BYTES;  // EPI_BYTES
   const unsigned full_bar = epi_smem + EPI_BYTES;              // STAGES x 8 B
   const unsigned empty_bar = full_bar + STAGES * 8;            // STAGES x 8 B
+  // SPLIT_FLAG_BYTES after the barriers, addressed generically (volatile int reads).
+  volatile int* const split_flags = reinterpret_cast<volatile int*>(
+      smem_raw + (empty_bar + STAGES * 8 - smem_u32(smem_raw)));
 
   const int warpgroup = threadIdx.x / WG_THREADS;
-  const Scheduler sched(M, N);
-  const int k_tiles = zoo::ceil_div(K, BK);
+  const Scheduler sched(M, N, K, splits);
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
@@ -332,10 +395,10 @@ __device__ __forceinline__ void gemm(const TensorMap* tmap_a, const TensorMap* t
       constexpr int MY_BOXES = BN / BOX_COLS / CLUSTER_M;
       int stage = 0;
       unsigned phase = 0;
-      for (int stack = sched.first; stack < sched.stacks; stack += sched.step) {
-        int tile_m, tile_n;
-        sched.tile(stack, tile_m, tile_n);
-        for (int kt = 0; kt < k_tiles; ++kt) {
+      for (int unit = sched.first; unit < sched.units; unit += sched.step) {
+        const Work w = sched.work(unit);
+        const int tile_m = w.tile_m, tile_n = w.tile_n;
+        for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
           // Free in every CTA of the cluster: this thread's B boxes land in all of them.
           mbar_wait(empty_bar + 8 * stage, phase ^ 1);
           const unsigned bar = full_bar + 8 * stage;
@@ -356,8 +419,8 @@ __device__ __forceinline__ void gemm(const TensorMap* tmap_a, const TensorMap* t
       }
     }
   } else {
-    consume<BF16>(a_smem, b_smem, epi_smem, full_bar, empty_bar, sched, k_tiles, warpgroup - 1,
-                  tmap_c, c_tma, C, M, N, ldc);
+    consume<BF16>(a_smem, b_smem, epi_smem, full_bar, empty_bar, sched, warpgroup - 1, tmap_c,
+                  c_tma, C, M, N, ldc, workspace, counters, split_flags);
   }
   // No CTA may leave while a peer can still arrive on its barriers or multicast into it.
   if constexpr (CLUSTER_M > 1) {
@@ -373,8 +436,10 @@ __device__ __forceinline__ void gemm(const TensorMap* tmap_a, const TensorMap* t
       NAME(const __grid_constant__ zoo_sm90::TensorMap tmap_a,                               \
            const __grid_constant__ zoo_sm90::TensorMap tmap_b,                               \
            const __grid_constant__ zoo_sm90::TensorMap tmap_c, int c_tma,                    \
-           OUT_T* __restrict__ C, int M, int N, int K, int ldc) {                            \
-    zoo_sm90::gemm<BF16, OUT_T>(&tmap_a, &tmap_b, &tmap_c, c_tma != 0, C, M, N, K, ldc);     \
+           OUT_T* __restrict__ C, int M, int N, int K, int ldc, int splits, float* workspace,  \
+           int* counters) {                                                                 \
+    zoo_sm90::gemm<BF16, OUT_T>(&tmap_a, &tmap_b, &tmap_c, c_tma != 0, C, M, N, K, ldc, splits, \
+                                workspace, counters);                                       \
   }
 
 ZOO_SM90_ENTRY(zoo_gemm_sm90_f16_f16out, false, half)
