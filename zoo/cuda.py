@@ -293,9 +293,16 @@ class Function:
     def __init__(self, handle, name: str, smem_bytes: int, kernel: str | None, config: str | None):
         self.handle, self.name, self.smem_bytes = handle, name, smem_bytes
         self.ctx = {"kernel": kernel or name, "config": config}
+        self._configs: dict[tuple, object] = {}
 
     def _config(self, grid: tuple[int, int, int], block: tuple[int, int, int], stream: int,
                 cluster: int):
+        """The CUlaunchConfig for this launch shape, built once (a Python object per field
+        costs microseconds, which small GEMMs feel)."""
+        key = (grid, block, stream, cluster)
+        config = self._configs.get(key)
+        if config is not None:
+            return config
         driver, _ = _bindings()
         config = driver.CUlaunchConfig()
         config.gridDimX, config.gridDimY, config.gridDimZ = grid
@@ -310,6 +317,9 @@ class Function:
             config.numAttrs = 1
         else:
             config.numAttrs = 0
+        if len(self._configs) > 256:
+            self._configs.clear()
+        self._configs[key] = config
         return config
 
     def launch(self, grid: tuple[int, int, int], block: tuple[int, int, int],
