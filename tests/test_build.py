@@ -19,7 +19,7 @@ def test_compiles_with_its_signature_and_fits(target, spec, cfg):
     if configs.problems(cfg, spec, lim):
         pytest.skip(f"{cfg.name} does not fit {target}: {configs.problems(cfg, spec, lim)}")
     report = build.build_and_check(spec, cfg, lim)
-    assert {e.function for e in report.entries} == set(spec.entry.values())
+    assert {e.function for e in report.entries} == {f + g for f in spec.entry.values() for g in ("", "_grouped")}
     for e in report.entries:
         assert e.problems == (), f"{e.function}: {e.problems}"
         assert e.signature.missing == [] and e.signature.forbidden == []

@@ -40,7 +40,8 @@ def test_build_check_reports_per_config(tmp_path):
     data = json.loads(out)
     assert data["arch"] == "sm_75" and data["failures"] == 0
     rows = data["results"]
-    assert {r["entry"] for r in rows} == {"zoo_hgemm_sm75_f16out", "zoo_hgemm_sm75_f32out"}
+    assert {r["entry"] for r in rows} == {"zoo_hgemm_sm75_f16out", "zoo_hgemm_sm75_f32out",
+                                        "zoo_hgemm_sm75_f16out_grouped", "zoo_hgemm_sm75_f32out_grouped"}
     for r in rows:
         assert r["ok"] and r["local_bytes"] == 0 and "HMMA" in r["sass_found"]
         assert r["blocks_per_sm"] >= 1 and r["tiles"] == 64 * 64 and r["waves"] > 1
@@ -71,3 +72,10 @@ def test_bench_shapes_are_parsed_or_refused_clearly():
         with pytest.raises(cli.ZooError, match="is not MxNxK"):
             cli._parse_shapes(bad)
     assert len(cli.SUITES["llm"]) == 12 and cli._geomean([50.0, 200.0]) == pytest.approx(100.0)
+
+
+@no_gpu_only
+@pytest.mark.parametrize("extra", [[], ["--pipeline"]])
+def test_batched_without_a_gpu_exits_2(extra):
+    rc, out, err = run("batched", *extra, "--json", "-")
+    assert rc == 2 and "no CUDA GPU is visible" in err and json.loads(out) == {"gpu": None}

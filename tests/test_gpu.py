@@ -191,3 +191,60 @@ def test_sm90_split_k_for_grids_under_one_wave():
             for dtype, out_dtype in spec.entry:
                 check(rand(m, k, gen=gen, dtype=getattr(torch, dtype)), rand(k, n, gen=gen, dtype=getattr(torch, dtype)),
                       getattr(torch, out_dtype), kernel=spec.name, config=cfg.name)
+
+
+MODES = ["streams", "batched", "grouped"]
+
+
+def check_batch(a_list, b_list, outs):
+    for i, (a, b, c) in enumerate(zip(a_list, b_list, outs)):
+        res = bench.verify(a, b, c)
+        assert res.ok, f"GEMM {i} {tuple(a.shape)}x{tuple(b.shape)}: {res.describe()}"
+
+
+@pytest.mark.parametrize("spec", KERNELS, ids=lambda k: k.name if k else "none")
+@pytest.mark.parametrize("mode", MODES)
+def test_bmm_every_mode_odd_batches(spec, mode):
+    """zoo.bmm on odd batch counts and ragged sizes, eager and replayed from a CUDA graph
+    (the replay on fresh data in the same buffers)."""
+    gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(f"{spec.name}{mode}".encode()))
+    for batch, m, n, k in ((1, 64, 64, 64), (3, 129, 200, 77), (7, 768, 768, 1024)):
+        for graph in (False, True):
+            a, b = rand(batch, m, k, gen=gen), rand(batch, k, n, gen=gen)
+            out = torch.full((batch, m, n), float("nan"), device="cuda", dtype=torch.float32)
+            args = (list(a.unbind(0)), list(b.unbind(0))) if mode == "grouped" else (a, b)
+            outs = list(out.unbind(0)) if mode == "grouped" else out
+            for _ in range(2 if graph else 1):  # capture, then replay on new data
+                result = zoo.bmm(*args, mode=mode, graph=graph, out=outs, out_dtype=torch.float32, kernel=spec.name)
+                torch.cuda.synchronize()
+                check_batch(a, b, out)
+                a.copy_(rand(batch, m, k, gen=gen))
+                b.copy_(rand(batch, k, n, gen=gen))
+                out.fill_(float("nan"))
+            assert result is outs
+
+
+@pytest.mark.parametrize("spec", KERNELS, ids=lambda k: k.name if k else "none")
+def test_grouped_mixed_shapes_every_dtype(spec):
+    """One launch for GEMMs of different shapes, including 1-row, unaligned (copied) and
+    tile-crossing ones, in every dtype pair the kernel computes."""
+    gen = torch.Generator(device="cuda").manual_seed(29)
+    shapes = [(1, 8, 8), (129, 200, 77), (768, 768, 1024), (7, 4096, 128), (300, 5, 9), (1504, 33, 2112)]
+    for dtype, out_dtype in ((getattr(torch, i), getattr(torch, o)) for i, o in spec.entry):
+        a_list = [rand(m, k, gen=gen, dtype=dtype) for m, _, k in shapes]
+        b_list = [rand(k, n, gen=gen, dtype=dtype) for _, n, k in shapes]
+        for mode in ("grouped", "streams"):
+            outs = zoo.bmm(a_list, b_list, mode=mode, out_dtype=out_dtype, kernel=spec.name)
+            assert [tuple(c.shape) for c in outs] == [(m, n) for m, n, _ in shapes]
+            assert all(c.dtype == out_dtype for c in outs)
+            check_batch(a_list, b_list, outs)
+
+
+def test_bmm_default_mode_and_empty_problems():
+    gen = torch.Generator(device="cuda").manual_seed(31)
+    a, b = rand(5, 100, 60, gen=gen), rand(5, 60, 90, gen=gen)
+    c = zoo.bmm(a, b)
+    assert c.shape == (5, 100, 90) and c.dtype == torch.float16
+    check_batch(a, b, c)
+    outs = zoo.bmm([rand(4, 0, gen=gen), rand(0, 3, gen=gen)], [rand(0, 5, gen=gen), rand(3, 6, gen=gen)])
+    assert outs[0].shape == (4, 5) and not outs[0].any() and outs[1].shape == (0, 6)

@@ -24,6 +24,16 @@ def torch_mm(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype) -> torch.
         return torch.mm(a.to(out_dtype), b.to(out_dtype))
 
 
+def torch_bmm(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
+    """torch.bmm producing out_dtype, as torch_mm."""
+    if out_dtype == a.dtype:
+        return torch.bmm(a, b)
+    try:
+        return torch.bmm(a, b, out_dtype=out_dtype)
+    except (TypeError, RuntimeError):
+        return torch.bmm(a.to(out_dtype), b.to(out_dtype))
+
+
 def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.mm(a.double(), b.double())
 

@@ -1,4 +1,4 @@
-"""The `zoo` command: list, info, build, run, bench. Tables for people, --json for machines."""
+"""The `zoo` command: list, info, build, run, bench, batched. Tables for people, --json for machines."""
 
 from __future__ import annotations
 
@@ -279,6 +279,157 @@ def cmd_run(args) -> int:
     return EXIT_OK
 
 
+# ----------------------------------------------------------------------------- batched
+
+def _host_us(fn, calls: int = 20) -> float:
+    """Host time of one call (launch overhead): `calls` back-to-back calls, no synchronize."""
+    import time
+    import torch
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    elapsed = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return 1e6 * elapsed / calls
+
+
+def cmd_batched(args) -> int:
+    if not _gpu_available():
+        _write_json(args.json, {"gpu": None})
+        return _no_gpu("batched")
+    show = err_console if args.json == "-" else console
+    import torch
+    from . import bench, pipeline
+    from .batched import MODES, bmm
+    from .gemm import device_limits
+
+    if min(args.batch, args.m, args.n, args.k) < 1:
+        err_console.print("zoo batched: --batch, -m, -n and -k must be >= 1")
+        return EXIT_FAIL
+    out_name = args.out_dtype or args.dtype
+    if out_name not in (args.dtype, "fp32"):
+        err_console.print(f"zoo batched: --out-dtype must be {args.dtype} (the input dtype) or fp32, got {out_name}")
+        return EXIT_FAIL
+    dtype, out_dtype = getattr(torch, DTYPES[args.dtype]), getattr(torch, DTYPES[out_name])
+    lim = device_limits(torch.cuda.current_device())
+    bsz, m, n, k = args.batch, args.m, args.n, args.k
+    flops = 2 * bsz * m * n * k
+    what = f"{bsz} x [M={m}, K={k}, N={n}] {args.dtype} -> {out_name}"
+    payload = {"device": lim.part, "cc": f"{lim.cc[0]}.{lim.cc[1]}", "date": datetime.date.today().isoformat(),
+               "torch": torch.__version__, "batch": bsz, "m": m, "n": n, "k": k, "dtype": args.dtype,
+               "out_dtype": out_name}
+    failed = []
+
+    if args.pipeline:
+        with show.status("pipeline: warm-up, then pipelined and serial runs"):
+            result, host_a, host_b, host_c = pipeline.run(bsz, m, n, k, dtype, out_dtype, repeats=args.repeats,
+                                                          kernel=args.kernel, config=args.config, seed=args.seed)
+        for i in range(bsz):
+            check = bench.verify(host_a[i].cuda(), host_b[i].cuda(), host_c[i].cuda())
+            if not check.ok:
+                failed.append(f"pipeline GEMM {i}: {check.describe()}")
+        table = Table(title=f"pipeline: {what}, pinned host memory in and out, on {lim.part} "
+                            f"(median of {args.repeats})")
+        for col in ("", "us"):
+            table.add_column(col, justify="right" if col else "left")
+        sums = {lane: sum(v) for lane, v in result.step_us.items()}
+        for lane in pipeline.LANES:
+            table.add_row(f"sum of {lane} steps (each alone)", f"{sums[lane]:.1f}")
+        table.add_row("serial: one stream", f"{result.serial_us:.1f}")
+        table.add_row("ideal: the busiest engine", f"{result.ideal_us:.1f}")
+        table.add_row("[bold]pipelined: three streams[/]", f"[bold]{result.pipelined_us:.1f}[/]")
+        table.add_row("[bold]efficiency (ideal / pipelined)[/]", f"[bold]{100 * result.efficiency:.1f}%[/]")
+        table.add_row("speed-up over serial", f"{result.serial_us / result.pipelined_us:.2f}x")
+        show.print(table)
+        show.print("timeline of the pipelined run (digit = GEMM index):")
+        for row in pipeline.timeline(result.spans):
+            show.print(row, markup=False, highlight=False)
+        if args.trace:
+            with open(args.trace, "w") as f:
+                f.write(pipeline.chrome_trace(result, what))
+            show.print(f"wrote {args.trace} (open in ui.perfetto.dev or chrome://tracing)")
+        payload["pipeline"] = {"pipelined_us": result.pipelined_us, "serial_us": result.serial_us,
+                               "ideal_us": result.ideal_us, "efficiency": result.efficiency,
+                               "step_us": result.step_us, "verified": not failed}
+    else:
+        modes = MODES if args.mode == "all" else (args.mode,)
+        gen = torch.Generator(device="cuda").manual_seed(args.seed)
+        sets = bench.rotation_sets(bsz * (m * k + k * n) * 2, lim.l2_bytes)
+        inputs = [(torch.randn(bsz, m, k, device="cuda", dtype=dtype, generator=gen),
+                   torch.randn(bsz, k, n, device="cuda", dtype=dtype, generator=gen)) for _ in range(sets)]
+        outs = [torch.empty(bsz, m, n, device="cuda", dtype=out_dtype) for _ in range(sets)]
+        lists = [(list(a.unbind(0)), list(b.unbind(0)), list(c.unbind(0))) for (a, b), c in zip(inputs, outs)]
+
+        def torch_bmm(i):
+            return bench.torch_bmm(*inputs[i], out_dtype)
+
+        def zoo_call(mode, graph):
+            if mode == "grouped":
+                return lambda i: bmm(lists[i][0], lists[i][1], mode=mode, graph=graph, out=lists[i][2],
+                                     kernel=args.kernel, config=args.config)
+            return lambda i: bmm(*inputs[i], mode=mode, graph=graph, out=outs[i], streams=args.streams,
+                                 kernel=args.kernel, config=args.config)
+
+        graphs = []
+        for i in range(sets):  # torch.bmm captured once per input set, replayed when timed
+            torch_bmm(i)
+            torch.cuda.synchronize()
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                torch_bmm(i)
+            graphs.append(g)
+        fns = {"torch.bmm": torch_bmm, "torch.bmm (graph)": lambda i: graphs[i].replay()}
+        for mode in modes:
+            fns[f"zoo {mode}"] = zoo_call(mode, False)
+            fns[f"zoo {mode} (graph)"] = zoo_call(mode, True)
+        checks = {}
+        for name, fn in fns.items():
+            if not name.startswith("zoo"):
+                continue
+            for i in range(sets):
+                outs[i].fill_(float("nan"))
+                fn(i)
+            torch.cuda.synchronize()
+            bad = [j for j in range(bsz) if not bench.verify(inputs[0][0][j], inputs[0][1][j], outs[0][j]).ok]
+            checks[name] = not bad
+            if bad:
+                failed.append(f"{name}: GEMMs {bad}")
+        host = {name: _host_us(lambda: fn(0)) for name, fn in fns.items()}
+        with Progress(TextColumn("timing"), BarColumn(), MofNCompleteColumn(), console=err_console,
+                      transient=True) as progress:
+            task = progress.add_task("timing", total=args.iters)
+            timings = bench.time_side_by_side(fns, sets, args.warmup, args.iters, graph=False,
+                                              progress=lambda i: progress.update(task, completed=i))
+        ref, ref_graph = timings["torch.bmm"].median_ms, timings["torch.bmm (graph)"].median_ms
+        table = Table(title=f"{what} on {lim.part}: median of {args.iters} calls each, interleaved, "
+                            f"{sets} rotating input sets")
+        for col in ("mode", "us per batch", "TFLOP/s", "vs torch.bmm", "vs torch.bmm (graph)",
+                    "host us per call", "spread", "verified"):
+            table.add_column(col, justify="left" if col == "mode" else "right", no_wrap=True)
+        rows = []
+        for name, t in timings.items():
+            ok = checks.get(name)
+            table.add_row(name, f"{1e3 * t.median_ms:.1f}", f"{t.tflops(flops):.1f}", f"{ref / t.median_ms:.2f}x",
+                          f"{ref_graph / t.median_ms:.2f}x", f"{host[name]:.1f}", f"{100 * t.spread:.1f}%",
+                          "ref" if ok is None else ("[green]yes[/]" if ok else "[red]NO[/]"))
+            rows.append({"mode": name, "us": 1e3 * t.median_ms, "tflops": t.tflops(flops),
+                         "vs_torch_bmm": ref / t.median_ms, "vs_torch_bmm_graph": ref_graph / t.median_ms,
+                         "host_us_per_call": host[name], "spread": t.spread, "verified": ok})
+        show.print(table)
+        best = min((r for r in rows if r["mode"].startswith("zoo") and "streams" not in r["mode"]),
+                   key=lambda r: r["us"], default=None)
+        if best:
+            show.print(f"best one-launch mode: {best['mode']}, {best['vs_torch_bmm_graph']:.2f}x torch.bmm "
+                       f"replayed from a CUDA graph")
+        payload.update({"iters": args.iters, "rotating_sets": sets, "results": rows})
+    _write_json(args.json, payload)
+    if failed:
+        err_console.print(f"[bold red]verification failed[/]: {'; '.join(failed)}")
+        return EXIT_FAIL
+    return EXIT_OK
+
+
 # ----------------------------------------------------------------------------- bench
 
 SUITES = {
@@ -429,6 +580,27 @@ def parser() -> argparse.ArgumentParser:
                    help="time the Python calls (host launch overhead included) instead of CUDA-graph replays")
     s.add_argument("--json", metavar="PATH")
     s.set_defaults(fn=cmd_bench)
+
+    s = sub.add_parser("batched", help="many small GEMMs: zoo.bmm's modes vs torch.bmm, or the stream pipeline")
+    s.add_argument("--batch", type=int, default=10)
+    s.add_argument("-m", type=int, default=768)
+    s.add_argument("-n", type=int, default=768)
+    s.add_argument("-k", type=int, default=1024)
+    s.add_argument("--dtype", choices=("fp16", "bf16"), default="fp16")
+    s.add_argument("--out-dtype", choices=tuple(DTYPES), help="output dtype: the input dtype (default) or fp32")
+    s.add_argument("--mode", choices=("all", "streams", "batched", "grouped"), default="all")
+    s.add_argument("--streams", type=int, help="streams for the streams mode (default: one per GEMM)")
+    s.add_argument("--kernel", help="this kernel instead of the automatic choice")
+    s.add_argument("--config", help="this config instead of the automatic choice")
+    s.add_argument("--pipeline", action="store_true",
+                   help="pinned host memory in and out: copy-in, GEMM and copy-out on three streams")
+    s.add_argument("--repeats", type=int, default=5, help="pipeline runs to take the median of (5)")
+    s.add_argument("--trace", metavar="PATH", help="with --pipeline: write a Chrome trace (JSON) of the steps")
+    s.add_argument("--warmup", type=int, default=10)
+    s.add_argument("--iters", type=int, default=50)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--json", metavar="PATH")
+    s.set_defaults(fn=cmd_batched)
     return p
 
 

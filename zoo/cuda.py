@@ -442,6 +442,11 @@ def tensor_map_2d(address: int, dtype: str, rows: int, cols: int, row_stride: in
     return tensor_map
 
 
+def tensor_map_bytes(tensor_map) -> bytes:
+    """The 128 bytes of a tensor map, to place in a table the kernel reads from global memory."""
+    return ctypes.string_at(tensor_map.getPtr(), 128)
+
+
 def empty_tensor_map():
     """A placeholder tensor-map argument for a kernel told not to use it."""
     driver, _ = _bindings()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import struct
 
 import torch
 
@@ -131,17 +132,18 @@ _loaded: dict[tuple, cuda.Function] = {}
 
 
 def compiled(spec: KernelSpec, cfg: TileConfig, dtype: str, out_dtype: str,
-             device_index: int) -> cuda.Function:
+             device_index: int, grouped: bool = False) -> cuda.Function:
     """The loaded function for (kernel, config, dtypes) on a device, compiled for its arch on
-    first use (disk cache across processes, this dict within one)."""
-    key = (spec.name, cfg, dtype, out_dtype, device_index)
+    first use (disk cache across processes, this dict within one); `grouped`: the entry point
+    that reads a table of problems (entry name + "_grouped")."""
+    key = (spec.name, cfg, dtype, out_dtype, device_index, grouped)
     if key in _loaded:
         return _loaded[key]
     limits = device_limits(device_index)
     cubin = cuda.compile_cubin(spec.source, spec.compile_arch(limits.cc), spec.defines(cfg),
                                kernel=spec.name, config=cfg.name)
-    fn = cuda.load_function(device_index, cubin, spec.entry[(dtype, out_dtype)], spec.smem_bytes(cfg),
-                            kernel=spec.name, config=cfg.name)
+    name = spec.entry[(dtype, out_dtype)] + ("_grouped" if grouped else "")
+    fn = cuda.load_function(device_index, cubin, name, spec.smem_bytes(cfg), kernel=spec.name, config=cfg.name)
     _loaded[key] = fn
     return fn
 
@@ -184,4 +186,64 @@ def launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor
             args = [(a.data_ptr(), cuda.POINTER), (b.data_ptr(), cuda.POINTER), (c.data_ptr(), cuda.POINTER),
                     (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32),
                     (lda, cuda.INT32), (ldb, cuda.INT32), ldc]
+        fn.launch(grid, (cfg.threads, 1, 1), args, stream, cluster=cfg.cluster_m)
+
+
+# ----------------------------------------------------------------------------- grouped launches
+
+POINTER_ENTRY = struct.Struct("<3Q7i12x")           # zoo::PointerProblem, 64 bytes
+TMA_ENTRY_TAIL = struct.Struct("<Q6i")               # zoo_sm90::GroupEntry after its 3 tensor maps
+TMA_ENTRY_BYTES = 448
+
+
+def group_units(spec: KernelSpec, cfg: TileConfig, shapes: list[tuple[int, int, int]]) -> list[int]:
+    """Blocks (pointer kernels: one per tile) or units (persistent: stacks of cluster_m tiles)
+    of each problem of a grouped launch."""
+    if spec.persistent:
+        return [registry.stacks(cfg, m, n) for m, n, _ in shapes]
+    return [cfg.tiles(m, n) for m, n, _ in shapes]
+
+
+def group_table(spec: KernelSpec, cfg: TileConfig, problems: list[tuple]) -> bytes:
+    """The table a grouped entry point reads: one entry per (a, b, c, k, lda, ldb) with its
+    first block/unit. TMA kernels get their three tensor maps inside the entry."""
+    units = group_units(spec, cfg, [(c.shape[0], c.shape[1], k) for _, _, c, k, _, _ in problems])
+    begin, out = 0, bytearray()
+    for (a, b, c, k, lda, ldb), count in zip(problems, units):
+        m, n = c.shape
+        ldc = max(c.stride(0), 1)
+        if spec.tma_boxes:
+            (a_rows, a_cols), (b_rows, b_cols), (c_rows, c_cols) = spec.tma_boxes(cfg, c.element_size())
+            dtype = _dtype_name(a.dtype)
+            c_tma = c.data_ptr() % 16 == 0 and (m == 1 or ldc * c.element_size() % 16 == 0)
+            maps = [cuda.tensor_map_2d(a.data_ptr(), dtype, m, k, lda, a_rows, a_cols),
+                    cuda.tensor_map_2d(b.data_ptr(), dtype, k, n, ldb, b_rows, b_cols),
+                    cuda.tensor_map_2d(c.data_ptr(), _dtype_name(c.dtype), m, n, ldc, c_rows, c_cols)
+                    if c_tma else cuda.empty_tensor_map()]
+            entry = b"".join(cuda.tensor_map_bytes(t) for t in maps) + \
+                TMA_ENTRY_TAIL.pack(c.data_ptr(), m, n, k, ldc, int(c_tma), begin)
+            out += entry + bytes(TMA_ENTRY_BYTES - len(entry))
+        else:
+            out += POINTER_ENTRY.pack(a.data_ptr(), b.data_ptr(), c.data_ptr(), m, n, k, lda, ldb, ldc, begin)
+        begin += count
+    return bytes(out)
+
+
+def launch_grouped(spec: KernelSpec, cfg: TileConfig, device_index: int, table: torch.Tensor,
+                   count: int, units: int, dtype: torch.dtype, out_dtype: torch.dtype) -> None:
+    """One launch for every problem of a table (group_table, on the device): the pointer
+    kernels get a block per tile; persistent ones as many blocks as fit, walking all units."""
+    with torch.cuda.device(device_index):
+        fn = compiled(spec, cfg, _dtype_name(dtype), _dtype_name(out_dtype), device_index, grouped=True)
+        cuda.ensure_context(device_index)
+        stream = torch.cuda.current_stream(device_index).cuda_stream
+        args = [(table.data_ptr(), cuda.POINTER), (count, cuda.INT32)]
+        if spec.persistent:
+            resident = fn.resident_clusters(cfg.threads, cfg.cluster_m, device_limits(device_index).sm_count)
+            grid = (min(units, resident) * cfg.cluster_m, 1, 1)
+            args.append((units, cuda.INT32))
+        else:
+            grid = (units, 1, 1)
+        if grid[0] > INT32_MAX:
+            raise ZooError(f"a grouped launch of {units} blocks exceeds the grid limit {INT32_MAX}")
         fn.launch(grid, (cfg.threads, 1, 1), args, stream, cluster=cfg.cluster_m)

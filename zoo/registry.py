@@ -354,34 +354,41 @@ def resident_warps(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits) -
     return resident_blocks(spec, cfg, limits) * cfg.threads // 32
 
 
-def wave_cost(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits, problem: Problem) -> int:
+def wave_cost(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits, problem: Problem,
+              tiles: int | None = None) -> int:
     """Tile area one SM works through, waves included: ceil(tiles / resident slots) waves of
     min(resident blocks, tiles per SM) tiles. Equal for configs that fill the GPU equally;
-    larger for a tile that leaves SMs idle in its last wave or in a short grid."""
+    larger for a tile that leaves SMs idle in its last wave or in a short grid. `tiles`
+    overrides the problem's own count (a grouped launch: the sum over its problems)."""
     blocks = max(resident_blocks(spec, cfg, limits), 1)
-    tiles = cfg.tiles(problem.m, problem.n)
+    tiles = cfg.tiles(problem.m, problem.n) if tiles is None else tiles
     waves = -(-tiles // (limits.sm_count * blocks))
     per_sm = min(blocks, -(-tiles // limits.sm_count))
     return waves * per_sm * cfg.block_m * cfg.block_n
 
 
-def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem) -> cfgs.TileConfig:
+def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
+                group: tuple[Problem, ...] = ()) -> cfgs.TileConfig:
     """The configs file lists configs best first (measured; NOTES.md). Among those that fit the
     arch and keep at least MIN_RESIDENT_WARPS warps per SM (all valid ones if none does), take
     the first whose wave cost is within WAVE_SLACK of the cheapest: a small problem gets the
-    tile that spreads it over the most SMs, a large one the most efficient tile."""
+    tile that spreads it over the most SMs, a large one the most efficient tile. For a grouped
+    launch, `group` holds all its problems and their tiles are counted together."""
     valid = [c for c in spec.configs if not cfgs.problems(c, spec, limits)]
     if not valid:
         raise ZooError(f"no config of {spec.name} fits {limits.part} ({limits.arch})")
     preferred = [c for c in valid if resident_warps(spec, c, limits) >= MIN_RESIDENT_WARPS] or valid
-    costs = {c: wave_cost(spec, c, limits, problem) for c in preferred}
+    costs = {c: wave_cost(spec, c, limits, problem, sum(c.tiles(p.m, p.n) for p in group) if group else None)
+             for c in preferred}
     cheapest = min(costs.values())
     return next(c for c in preferred if costs[c] <= cheapest * (1 + WAVE_SLACK))
 
 
 def select(limits: ArchLimits, problem: Problem, *, kernel_name: str | None = None,
-           config_name: str | None = None) -> tuple[KernelSpec, cfgs.TileConfig]:
-    """The kernel and config for `problem` on the device described by `limits`."""
+           config_name: str | None = None,
+           group: tuple[Problem, ...] = ()) -> tuple[KernelSpec, cfgs.TileConfig]:
+    """The kernel and config for `problem` on the device described by `limits` (for a grouped
+    launch, `problem` gives the dtypes and `group` all the problems)."""
     check_cc(limits.cc)
     if kernel_name:
         spec = kernel(kernel_name)
@@ -399,4 +406,4 @@ def select(limits: ArchLimits, problem: Problem, *, kernel_name: str | None = No
         spec = candidates[0]
     if config_name:
         return spec, cfgs.validate(spec.config(config_name), spec, limits)
-    return spec, pick_config(spec, limits, problem)
+    return spec, pick_config(spec, limits, problem, group)

@@ -46,6 +46,24 @@ __device__ __forceinline__ void grouped_tile(int pid, int tiles_m, int tiles_n, 
   tile_n = (pid % per_group) / rows;
 }
 
+// ---- Grouped launches of the pointer kernels (sm75, sm80): one block per tile of every
+// problem in a table; zoo/gemm.py packs the 64-byte entries (PointerProblem there).
+struct alignas(16) PointerProblem {
+  unsigned long long A, B, C;  // device pointers
+  int M, N, K, lda, ldb, ldc;
+  int tile_begin;              // first block of this problem: prefix sum of tile counts
+  int pad_[3];
+};
+static_assert(sizeof(PointerProblem) == 64, "zoo/gemm.py packs 64-byte entries");
+
+// The entry whose tiles include `block` (tables are short: a linear scan).
+__device__ __forceinline__ const PointerProblem& problem_of(const PointerProblem* table, int count,
+                                                           int block) {
+  int i = 0;
+  while (i + 1 < count && table[i + 1].tile_begin <= block) ++i;
+  return table[i];
+}
+
 // ---- Epilogue: FP32 accumulators to C (fp16, bf16 or fp32), through shared memory.
 
 constexpr int EPI_ROWS = 16;  // a warp writes its tile one 16-row strip at a time

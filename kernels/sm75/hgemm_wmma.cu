@@ -103,13 +103,13 @@ __device__ __forceinline__ int4 load_chunk(const half* __restrict__ base, long l
 template <typename OutT>
 __device__ __forceinline__ void hgemm(const half* __restrict__ A, const half* __restrict__ B,
                                       OutT* __restrict__ C, int M, int N, int K, int lda,
-                                      int ldb, int ldc) {
+                                      int ldb, int ldc, int pid) {
   extern __shared__ __align__(128) unsigned char smem[];
   half* const As = reinterpret_cast<half*>(smem);
   half* const Bs = As + 2 * A_STAGE;
 
   int tile_m, tile_n;
-  zoo::grouped_tile(blockIdx.x, zoo::ceil_div(M, BM), zoo::ceil_div(N, BN), ZOO_GROUP_M, tile_m,
+  zoo::grouped_tile(pid, zoo::ceil_div(M, BM), zoo::ceil_div(N, BN), ZOO_GROUP_M, tile_m,
                     tile_n);
   const int m0 = tile_m * BM, n0 = tile_n * BN;
   const int warp = threadIdx.x / 32;
@@ -237,13 +237,30 @@ __device__ __forceinline__ void hgemm(const half* __restrict__ A, const half* __
 extern "C" __global__ void __launch_bounds__(zoo_sm75::THREADS)
     zoo_hgemm_sm75_f16out(const half* __restrict__ A, const half* __restrict__ B,
                           half* __restrict__ C, int M, int N, int K, int lda, int ldb, int ldc) {
-  zoo_sm75::hgemm<half>(A, B, C, M, N, K, lda, ldb, ldc);
+  zoo_sm75::hgemm<half>(A, B, C, M, N, K, lda, ldb, ldc, blockIdx.x);
 }
 
 extern "C" __global__ void __launch_bounds__(zoo_sm75::THREADS)
     zoo_hgemm_sm75_f32out(const half* __restrict__ A, const half* __restrict__ B,
                           float* __restrict__ C, int M, int N, int K, int lda, int ldb, int ldc) {
-  zoo_sm75::hgemm<float>(A, B, C, M, N, K, lda, ldb, ldc);
+  zoo_sm75::hgemm<float>(A, B, C, M, N, K, lda, ldb, ldc, blockIdx.x);
+}
+
+// Grouped launches (zoo.bmm): one block per tile of every problem in the table.
+template <typename OutT>
+__device__ __forceinline__ void hgemm_grouped(const zoo::PointerProblem* table, int count) {
+  const zoo::PointerProblem& p = zoo::problem_of(table, count, blockIdx.x);
+  zoo_sm75::hgemm<OutT>(reinterpret_cast<const half*>(p.A), reinterpret_cast<const half*>(p.B),
+                        reinterpret_cast<OutT*>(p.C), p.M, p.N, p.K, p.lda, p.ldb, p.ldc,
+                        blockIdx.x - p.tile_begin);
+}
+extern "C" __global__ void __launch_bounds__(zoo_sm75::THREADS)
+    zoo_hgemm_sm75_f16out_grouped(const zoo::PointerProblem* __restrict__ table, int count) {
+  hgemm_grouped<half>(table, count);
+}
+extern "C" __global__ void __launch_bounds__(zoo_sm75::THREADS)
+    zoo_hgemm_sm75_f32out_grouped(const zoo::PointerProblem* __restrict__ table, int count) {
+  hgemm_grouped<float>(table, count);
 }
 
 #ifndef __CUDACC_RTC__

@@ -116,13 +116,13 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4],
 template <typename T, typename OutT>
 __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restrict__ B,
                                      OutT* __restrict__ C, int M, int N, int K, int lda, int ldb,
-                                     int ldc) {
+                                     int ldc, int pid) {
   extern __shared__ __align__(128) unsigned char smem[];
   T* const As = reinterpret_cast<T*>(smem);
   T* const Bs = As + STAGES * A_STAGE;
 
   int tile_m, tile_n;
-  zoo::grouped_tile(blockIdx.x, zoo::ceil_div(M, BM), zoo::ceil_div(N, BN), ZOO_GROUP_M, tile_m,
+  zoo::grouped_tile(pid, zoo::ceil_div(M, BM), zoo::ceil_div(N, BN), ZOO_GROUP_M, tile_m,
                     tile_n);
   const int m0 = tile_m * BM, n0 = tile_n * BN;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -285,11 +285,20 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
 
 }  // namespace zoo_sm80
 
+// Two entry points per dtype pair: one GEMM from the kernel parameters, or a grouped launch
+// (zoo.bmm) with one block per tile of every problem in a table.
 #define ZOO_SM80_ENTRY(NAME, T, OutT)                                                        \
   extern "C" __global__ void __launch_bounds__(zoo_sm80::THREADS)                            \
       NAME(const T* __restrict__ A, const T* __restrict__ B, OutT* __restrict__ C, int M,    \
            int N, int K, int lda, int ldb, int ldc) {                                        \
-    zoo_sm80::gemm<T, OutT>(A, B, C, M, N, K, lda, ldb, ldc);                               \
+    zoo_sm80::gemm<T, OutT>(A, B, C, M, N, K, lda, ldb, ldc, blockIdx.x);                   \
+  }                                                                                          \
+  extern "C" __global__ void __launch_bounds__(zoo_sm80::THREADS)                            \
+      NAME##_grouped(const zoo::PointerProblem* __restrict__ table, int count) {             \
+    const zoo::PointerProblem& p = zoo::problem_of(table, count, blockIdx.x);                \
+    zoo_sm80::gemm<T, OutT>(reinterpret_cast<const T*>(p.A), reinterpret_cast<const T*>(p.B), \
+                            reinterpret_cast<OutT*>(p.C), p.M, p.N, p.K, p.lda, p.ldb, p.ldc, \
+                            blockIdx.x - p.tile_begin);                                      \
   }
 
 ZOO_SM80_ENTRY(zoo_gemm_sm80_f16_f16out, half, half)

@@ -185,36 +185,69 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[WG_N / 2], uns
   }
 }
 
-// A unit of work: one tile's K-tiles [kt_begin, kt_end), split `split` of `splits`.
+// One GEMM of a launch: its tensor maps (kernel parameters, or a table entry in global
+// memory), C and its sizes, and the first unit of work it owns.
+template <typename OutT>
+struct Gemm {
+  const TensorMap *a, *b, *c;
+  OutT* C;
+  int M, N, K, ldc, c_tma, unit_begin;
+};
+
+// A grouped launch's table entry in global memory, packed by the host (zoo/gemm.py,
+// GROUP_ENTRY_BYTES): tensor maps at offsets 0, 128, 256, then C and the sizes.
+struct alignas(64) GroupEntry {
+  TensorMap a, b, c;
+  unsigned long long C;
+  int M, N, K, ldc, c_tma, unit_begin;
+};
+static_assert(sizeof(GroupEntry) == 448, "zoo/gemm.py packs 448-byte entries");
+
+// A unit of work: tile (tile_m, tile_n) of GEMM `g`, its K-tiles [kt_begin, kt_end), split
+// `split` of `splits`.
+template <typename OutT>
 struct Work {
+  Gemm<OutT> g;
   int tile_m, tile_n, kt_begin, kt_end, split;
 };
 
 // Tile scheduler: a cluster owns stacks of CLUSTER_M tiles in M (same columns, so one B tile
 // serves all of them), in grouped order; CTA `rank` of the cluster takes the rank-th tile.
-// With split-K (grids under one wave), each stack is `splits` units over slices of K.
+// With split-K (grids under one wave), each stack is `splits` units over slices of K. A
+// grouped launch walks the units of every GEMM of its table, one after the other.
+template <typename OutT>
 struct Scheduler {
-  int tiles_n, stacks_m, units, first, step, rank, splits, k_tiles, k_per_split;
-  __device__ Scheduler(int M, int N, int K, int splits_) {
-    tiles_n = zoo::ceil_div(N, BN);
-    stacks_m = zoo::ceil_div(zoo::ceil_div(M, BM), CLUSTER_M);
-    splits = splits_;
-    units = stacks_m * tiles_n * splits;
-    k_tiles = zoo::ceil_div(K, BK);
-    k_per_split = zoo::ceil_div(k_tiles, splits);
+  Gemm<OutT> single;        // the GEMM of a one-GEMM launch
+  const GroupEntry* table;  // or the GEMMs of a grouped launch (splits = 1)
+  int count, units, first, step, rank, splits;
+  __device__ Scheduler(const Gemm<OutT>& g, const GroupEntry* table_, int count_, int units_,
+                       int splits_)
+      : single(g), table(table_), count(count_), units(units_), splits(splits_) {
     if constexpr (CLUSTER_M > 1) {
       first = cluster_id(), step = cluster_count(), rank = cluster_rank();
     } else {
       first = blockIdx.x, step = gridDim.x, rank = 0;
     }
   }
+  __device__ Gemm<OutT> gemm_of(int unit) const {
+    if (table == nullptr) return single;
+    int i = 0;
+    while (i + 1 < count && table[i + 1].unit_begin <= unit) ++i;  // tables are short
+    const GroupEntry& e = table[i];
+    return {&e.a, &e.b, &e.c, reinterpret_cast<OutT*>(e.C), e.M, e.N, e.K, e.ldc, e.c_tma, e.unit_begin};
+  }
   // A stack past the last M tile (odd tiles_m) still runs: its A reads are zero-filled and
   // its stores skipped, while its CTA keeps multicasting B to the peer.
-  __device__ Work work(int unit) const {
-    Work w;
+  __device__ Work<OutT> work(int unit) const {
+    Work<OutT> w;
+    w.g = gemm_of(unit);
+    const int local = unit - w.g.unit_begin;
+    const int tiles_n = zoo::ceil_div(w.g.N, BN);
+    const int stacks_m = zoo::ceil_div(zoo::ceil_div(w.g.M, BM), CLUSTER_M);
+    const int k_tiles = zoo::ceil_div(w.g.K, BK), k_per_split = zoo::ceil_div(k_tiles, splits);
     int stack_m;
-    w.split = unit % splits;
-    zoo::grouped_tile(unit / splits, stacks_m, tiles_n, zoo::cmax(1, ZOO_GROUP_M / CLUSTER_M), stack_m, w.tile_n);
+    w.split = local % splits;
+    zoo::grouped_tile(local / splits, stacks_m, tiles_n, zoo::cmax(1, ZOO_GROUP_M / CLUSTER_M), stack_m, w.tile_n);
     w.tile_m = stack_m * CLUSTER_M + rank;
     w.kt_begin = w.split * k_per_split;
     w.kt_end = min(k_tiles, w.kt_begin + k_per_split);
@@ -226,13 +259,14 @@ struct Scheduler {
 // per thread per step, coalesced) and counts itself in; the unit that arrives last adds the
 // others' partials and runs the epilogue. No unit waits for another, so a persistent grid
 // cannot deadlock whatever order it meets the units in. Returns whether this unit finishes.
-__device__ __forceinline__ bool split_k_reduce(float (&acc)[WG_N / 2], const Work& w,
-                                               const Scheduler& sched, int consumer,
+template <typename OutT>
+__device__ __forceinline__ bool split_k_reduce(float (&acc)[WG_N / 2], const Work<OutT>& w,
+                                               const Scheduler<OutT>& sched, int consumer,
                                                float* workspace, int* counters,
                                                volatile int* flag) {
   constexpr int VECS = WG_N / 8;  // float4s per thread
   const int t = threadIdx.x % WG_THREADS;
-  const int slot = (w.tile_m * sched.tiles_n + w.tile_n) * CONSUMERS + consumer;
+  const int slot = (w.tile_m * zoo::ceil_div(w.g.N, BN) + w.tile_n) * CONSUMERS + consumer;
   float4* const partials = reinterpret_cast<float4*>(workspace) +
                            static_cast<long long>(slot) * sched.splits * VECS * WG_THREADS;
   float4* const mine = partials + static_cast<long long>(w.split) * VECS * WG_THREADS;
@@ -271,9 +305,8 @@ __device__ __forceinline__ void release(unsigned empty_bar) {
 template <bool BF16, typename OutT>
 __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsigned epi_smem,
                                         unsigned full_bar, unsigned empty_bar,
-                                        const Scheduler& sched, int consumer,
-                                        const TensorMap* tmap_c, bool c_tma, OutT* C, int M,
-                                        int N, int ldc, float* workspace, int* counters,
+                                        const Scheduler<OutT>& sched, int consumer,
+                                        float* workspace, int* counters,
                                         volatile int* split_flags) {
   setmaxnreg_inc<CONSUMER_REGS>();
   const int wg_m0 = (consumer % (BM / WG_M)) * WG_M, wg_n0 = (consumer / (BM / WG_M)) * WG_N;
@@ -287,17 +320,15 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
   const unsigned long long desc_b0 =
       sw128_descriptor(b_smem + (wg_n0 / BOX_COLS) * B_BOX_BYTES, B_BOX_BYTES, ATOM_BYTES);
 
-  // Output pairs can be stored as one vector when C's rows keep pairs aligned.
-  const bool c_pairs = (ldc % 2 == 0) && (reinterpret_cast<uintptr_t>(C) % (2 * sizeof(OutT)) == 0);
-
   float acc[WG_N / 2];
 #pragma unroll
   for (int i = 0; i < WG_N / 2; ++i) acc[i] = 0.f;
 
   int stage = 0;
   unsigned phase = 0;
+  bool c_tma_used = false;
   for (int unit = sched.first; unit < sched.units; unit += sched.step) {
-    const Work w = sched.work(unit);
+    const Work<OutT> w = sched.work(unit);
     const int tile_m = w.tile_m, tile_n = w.tile_n;
 
     int prev_stage = -1;
@@ -329,11 +360,16 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
         !split_k_reduce(acc, w, sched, consumer, workspace, counters, split_flags))
       continue;  // another unit of this tile finishes it
 
-    if (c_tma) {
-      store_tile_tma<OutT>(acc, epi_smem + consumer * EPI_BOXES * EPI_BOX_BYTES, tmap_c,
+    if (w.g.c_tma) {
+      c_tma_used = true;
+      store_tile_tma<OutT>(acc, epi_smem + consumer * EPI_BOXES * EPI_BOX_BYTES, w.g.c,
                            tile_m * BM + wg_m0, tile_n * BN + wg_n0, consumer, warp, lane);
       continue;
     }
+    const int M = w.g.M, N = w.g.N, ldc = w.g.ldc;
+    OutT* const C = w.g.C;
+    // Output pairs can be stored as one vector when C's rows keep pairs aligned.
+    const bool c_pairs = (ldc % 2 == 0) && (reinterpret_cast<uintptr_t>(C) % (2 * sizeof(OutT)) == 0);
     // C that TMA cannot address (unaligned rows): straight from the wgmma accumulator layout,
     // 16 rows per warp; each thread holds column pairs (2 * (lane % 4) + 8 j) of rows
     // lane / 4 and lane / 4 + 8.
@@ -354,13 +390,11 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
     }
   }
   // The last stores must finish before the block exits.
-  if (c_tma && threadIdx.x % WG_THREADS == 0) bulk_wait<0>();
+  if (c_tma_used && threadIdx.x % WG_THREADS == 0) bulk_wait<0>();
 }
 
 template <bool BF16, typename OutT>
-__device__ __forceinline__ void gemm(const TensorMap* tmap_a, const TensorMap* tmap_b,
-                                     const TensorMap* tmap_c, bool c_tma, OutT* C, int M, int N,
-                                     int K, int ldc, int splits, float* workspace, int* counters) {
+__device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* workspace, int* counters) {
   extern __shared__ unsigned char smem_raw[];
   const unsigned smem_base = (smem_u32(smem_raw) + ALIGN_SLACK - 1) & ~unsigned(ALIGN_SLACK - 1);
   const unsigned a_smem = smem_base;                         // STAGES x A_STAGE_BYTES
@@ -373,7 +407,6 @@ __device__ __forceinline__ void gemm(const TensorMap* tmap_a, const TensorMap* t
       smem_raw + (empty_bar + STAGES * 8 - smem_u32(smem_raw)));
 
   const int warpgroup = threadIdx.x / WG_THREADS;
-  const Scheduler sched(M, N, K, splits);
 
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
@@ -389,15 +422,19 @@ __device__ __forceinline__ void gemm(const TensorMap* tmap_a, const TensorMap* t
     // ---- Producer: one thread keeps the ring full, across tiles.
     setmaxnreg_dec<PRODUCER_REGS>();
     if (threadIdx.x == 0) {
-      tma_prefetch_descriptor(tmap_a);
-      tma_prefetch_descriptor(tmap_b);
-      if (c_tma) tma_prefetch_descriptor(tmap_c);
+      if (sched.table == nullptr) {
+        tma_prefetch_descriptor(sched.single.a);
+        tma_prefetch_descriptor(sched.single.b);
+        if (sched.single.c_tma) tma_prefetch_descriptor(sched.single.c);
+      }
       constexpr int MY_BOXES = BN / BOX_COLS / CLUSTER_M;
       int stage = 0;
       unsigned phase = 0;
       for (int unit = sched.first; unit < sched.units; unit += sched.step) {
-        const Work w = sched.work(unit);
+        const Work<OutT> w = sched.work(unit);
         const int tile_m = w.tile_m, tile_n = w.tile_n;
+        const TensorMap* const tmap_a = w.g.a;
+        const TensorMap* const tmap_b = w.g.b;
         for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
           // Free in every CTA of the cluster: this thread's B boxes land in all of them.
           mbar_wait(empty_bar + 8 * stage, phase ^ 1);
@@ -419,8 +456,8 @@ __device__ __forceinline__ void gemm(const TensorMap* tmap_a, const TensorMap* t
       }
     }
   } else {
-    consume<BF16>(a_smem, b_smem, epi_smem, full_bar, empty_bar, sched, warpgroup - 1, tmap_c,
-                  c_tma, C, M, N, ldc, workspace, counters, split_flags);
+    consume<BF16>(a_smem, b_smem, epi_smem, full_bar, empty_bar, sched, warpgroup - 1, workspace,
+                  counters, split_flags);
   }
   // No CTA may leave while a peer can still arrive on its barriers or multicast into it.
   if constexpr (CLUSTER_M > 1) {
@@ -431,6 +468,8 @@ __device__ __forceinline__ void gemm(const TensorMap* tmap_a, const TensorMap* t
 
 }  // namespace zoo_sm90
 
+// Two entry points per dtype pair: one GEMM from the kernel parameters, or a grouped launch
+// over a table of GEMMs in global memory (zoo.bmm's batched and grouped modes).
 #define ZOO_SM90_ENTRY(NAME, BF16, OUT_T)                                                   \
   extern "C" __global__ void __launch_bounds__(zoo_sm90::THREADS, 1)                        \
       NAME(const __grid_constant__ zoo_sm90::TensorMap tmap_a,                               \
@@ -438,8 +477,17 @@ __device__ __forceinline__ void gemm(const TensorMap* tmap_a, const TensorMap* t
            const __grid_constant__ zoo_sm90::TensorMap tmap_c, int c_tma,                    \
            OUT_T* __restrict__ C, int M, int N, int K, int ldc, int splits, float* workspace,  \
            int* counters) {                                                                 \
-    zoo_sm90::gemm<BF16, OUT_T>(&tmap_a, &tmap_b, &tmap_c, c_tma != 0, C, M, N, K, ldc, splits, \
+    const zoo_sm90::Gemm<OUT_T> g{&tmap_a, &tmap_b, &tmap_c, C, M, N, K, ldc, c_tma, 0};     \
+    const int units = zoo::ceil_div(zoo::ceil_div(M, zoo_sm90::BM), zoo_sm90::CLUSTER_M) *  \
+                      zoo::ceil_div(N, zoo_sm90::BN) * splits;                              \
+    zoo_sm90::gemm<BF16, OUT_T>(zoo_sm90::Scheduler<OUT_T>(g, nullptr, 1, units, splits),   \
                                 workspace, counters);                                       \
+  }                                                                                         \
+  extern "C" __global__ void __launch_bounds__(zoo_sm90::THREADS, 1)                        \
+      NAME##_grouped(const zoo_sm90::GroupEntry* __restrict__ table, int count, int units) { \
+    const zoo_sm90::Gemm<OUT_T> none{};                                                     \
+    zoo_sm90::gemm<BF16, OUT_T>(zoo_sm90::Scheduler<OUT_T>(none, table, count, units, 1),   \
+                                nullptr, nullptr);                                          \
   }
 
 ZOO_SM90_ENTRY(zoo_gemm_sm90_f16_f16out, false, half)

@@ -1,0 +1,95 @@
+"""zoo.bmm and the pipeline demo without a GPU: argument checks, the problem tables the
+grouped entry points read, the Chrome trace and the text timeline."""
+import json
+import struct
+
+import pytest
+import torch
+
+import zoo
+from zoo import batched, gemm, pipeline, registry
+
+
+@pytest.mark.parametrize("a, b, message", [
+    (torch.zeros(4, 4), torch.zeros(4, 4), "bmm takes 3-D tensors"),
+    (torch.zeros(2, 4, 4), torch.zeros(3, 4, 4), "batch sizes differ: a has 2, b has 3"),
+    ([torch.zeros(4, 4)], [torch.zeros(4, 4)] * 2, "1 a matrices but 2 b matrices"),
+    (torch.zeros(2, 4, 4), [torch.zeros(4, 4)] * 2, "two 3-D tensors, or two lists"),
+])
+def test_bad_batches_are_refused_clearly(a, b, message):
+    with pytest.raises(zoo.ZooError, match=message):
+        zoo.bmm(a, b)
+
+
+def test_modes_are_checked():
+    a = torch.zeros(2, 4, 4, dtype=torch.float16)
+    with pytest.raises(zoo.ZooError, match="mode must be one of streams, batched, grouped"):
+        zoo.bmm(a, a, mode="fast")
+    with pytest.raises(zoo.ZooError, match="mode 'batched' takes 3-D tensors"):
+        zoo.bmm([a[0]], [a[0]], mode="batched")
+    with pytest.raises(zoo.ZooError, match="streams must be >= 1"):
+        zoo.bmm(a, a, mode="streams", streams=0)
+    with pytest.raises(zoo.ZooError, match="inputs must be CUDA tensors"):
+        zoo.bmm(a, a)
+
+
+def test_pointer_table_matches_the_kernels_struct():
+    """zoo::PointerProblem (kernels/common/zoo_common.cuh): 3 pointers, 7 ints, 64 bytes;
+    each entry's first block is the prefix sum of the tiles before it."""
+    spec = registry.SM80_GEMM
+    cfg = spec.config("64x64")
+    shapes = [(100, 130, 70), (64, 64, 8), (1, 200, 16)]
+    problems = []
+    for m, n, k in shapes:
+        a, b, c = torch.empty(m, k, dtype=torch.float16), torch.empty(k, n, dtype=torch.float16), torch.empty(m, n)
+        problems.append((a, b, c, k, k, n))
+    table = gemm.group_table(spec, cfg, problems)
+    assert len(table) == 64 * len(shapes)
+    begin = 0
+    for i, ((m, n, k), (a, b, c, *_)) in enumerate(zip(shapes, problems)):
+        fields = struct.unpack_from("<3Q7i", table, 64 * i)
+        assert fields == (a.data_ptr(), b.data_ptr(), c.data_ptr(), m, n, k, k, n, n, begin)
+        begin += cfg.tiles(m, n)
+    assert gemm.group_units(spec, cfg, shapes) == [cfg.tiles(m, n) for m, n, _ in shapes]
+
+
+def test_persistent_kernels_count_units_in_cluster_stacks():
+    spec = registry.SM90_GEMM
+    assert gemm.group_units(spec, spec.config("128x256c2"), [(768, 768, 1024), (129, 256, 64)]) == [9, 1]
+    assert gemm.TMA_ENTRY_TAIL.size + 3 * 128 <= gemm.TMA_ENTRY_BYTES == 448
+
+
+def test_grouped_config_counts_the_tiles_of_every_problem():
+    from zoo import arch
+    h100 = arch.offline("sm_90a")
+    one = registry.Problem(768, 768, 1024)
+    group = (one,) * 10
+    spec = registry.SM90_GEMM
+    # 10 x 18 tiles of 128x256 = 2 waves of 132; 10 x 36 of 128x128 = 3 waves of half the area.
+    assert registry.pick_config(spec, h100, one, group).name == "128x128"
+    assert registry.pick_config(spec, h100, registry.Problem(4096, 4096, 4096), (registry.Problem(4096, 4096, 4096),) * 4).name == "128x256"
+
+
+SPANS = [(lane, i, 10.0 * i + 3 * j, 10.0 * i + 3 * j + 5) for i in range(3) for j, lane in enumerate(pipeline.LANES)]
+
+
+def test_chrome_trace_is_loadable_json_with_one_slice_per_step():
+    result = pipeline.PipelineResult(3, 40.0, 90.0, {lane: [5.0] * 3 for lane in pipeline.LANES}, SPANS, SPANS)
+    trace = json.loads(pipeline.chrome_trace(result, "test"))
+    slices = [e for e in trace["traceEvents"] if e["ph"] == "X"]
+    assert len(slices) == 2 * len(SPANS)
+    first = next(e for e in slices if e["name"] == "GEMM 1" and e["pid"] == 0)
+    assert first["ts"] == 13.0 and first["dur"] == 5.0 and first["tid"] == pipeline.LANES.index("GEMM")
+    assert result.ideal_us == 15.0 and result.efficiency == pytest.approx(15.0 / 40.0)
+
+
+def test_timeline_draws_each_step_in_its_lane():
+    rows = pipeline.timeline(SPANS, width=40)
+    assert [r.split("|")[0].strip() for r in rows[:3]] == list(pipeline.LANES)
+    copy_in = rows[0].split("|")[1]
+    assert copy_in.index("0") < copy_in.index("1") < copy_in.index("2")
+    assert "2" in rows[2] and rows[-1].strip().endswith("us")
+
+
+def test_graph_cache_is_bounded():
+    assert batched._GRAPHS_KEPT >= 4 and batched._TABLES_KEPT >= batched._GRAPHS_KEPT

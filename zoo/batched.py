@@ -1,0 +1,193 @@
+"""`zoo.bmm`: many GEMMs at once, in three modes, each replayable from a CUDA graph.
+
+- "streams": one zoo.mm per GEMM, round-robin over S CUDA streams that fork from and join
+  back to the caller's stream with events (the classic multi-stream driver).
+- "batched": a (B, M, K) x (B, K, N) batch in one launch: the kernel's grouped entry point
+  walks the tiles of every GEMM of a table (on sm_90a: per-GEMM TMA descriptors, persistent).
+- "grouped": the same single launch for a list of GEMMs whose shapes differ.
+graph=True captures the chosen mode once per set of buffers and replays it afterwards.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import torch
+
+from . import gemm, registry
+from .cuda import ZooError
+
+MODES = ("streams", "batched", "grouped")
+_TABLES_KEPT = 64   # device tables cached per (kernel, config, buffers, shapes)
+_GRAPHS_KEPT = 16   # captured graphs cached per (mode, buffers, shapes)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What one call computes: the problems (row-major views and their row strides), their
+    outputs, and the kernel and config chosen for them."""
+    spec: registry.KernelSpec
+    cfg: object
+    problems: tuple            # (a, b, c, k, lda, ldb) per GEMM
+    dtype: torch.dtype
+    out_dtype: torch.dtype
+    device_index: int
+
+
+_tables: OrderedDict = OrderedDict()
+_graphs: OrderedDict = OrderedDict()
+_stream_pools: dict[int, list[torch.cuda.Stream]] = {}
+
+
+def _key(tensors) -> tuple:
+    return tuple((t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype) for t in tensors)
+
+
+def _as_lists(a, b):
+    """(list of a_i, list of b_i, batched?) from 3-D tensors or lists of 2-D tensors."""
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        if a.dim() != 3 or b.dim() != 3:
+            raise ZooError(f"bmm takes 3-D tensors (B, M, K) and (B, K, N), got {tuple(a.shape)} and {tuple(b.shape)}; "
+                           "pass lists of 2-D tensors for GEMMs of different shapes")
+        if a.shape[0] != b.shape[0]:
+            raise ZooError(f"batch sizes differ: a has {a.shape[0]}, b has {b.shape[0]}")
+        return list(a.unbind(0)), list(b.unbind(0)), True
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        if len(a) != len(b):
+            raise ZooError(f"{len(a)} a matrices but {len(b)} b matrices")
+        return list(a), list(b), False
+    raise ZooError("bmm takes two 3-D tensors, or two lists of 2-D tensors of the same length")
+
+
+def _plan(a_list, b_list, outs, out_dtype, kernel, config) -> _Plan:
+    if len({t.dtype for t in a_list}) > 1 or len({t.device for t in a_list}) > 1:
+        raise ZooError("all GEMMs of one bmm call must share a dtype and a device")
+    dev = a_list[0].device
+    device_index = dev.index if dev.index is not None else torch.cuda.current_device()
+    limits = gemm.device_limits(device_index)
+    dtype = a_list[0].dtype
+    shapes = tuple(registry.Problem(a.shape[0], b.shape[1], a.shape[1], gemm._dtype_name(dtype),
+                                    gemm._dtype_name(out_dtype)) for a, b in zip(a_list, b_list))
+    spec, cfg = registry.select(limits, shapes[0], kernel_name=kernel, config_name=config, group=shapes)
+    problems = []
+    for a, b, c in zip(a_list, b_list, outs):
+        ar, lda = gemm._row_major(a, spec.aligned_rows)
+        br, ldb = gemm._row_major(b, spec.aligned_rows)
+        problems.append((ar, br, c, a.shape[1], lda, ldb))
+    return _Plan(spec, cfg, tuple(problems), dtype, out_dtype, device_index)
+
+
+def _table(plan: _Plan) -> tuple[torch.Tensor, int]:
+    """The plan's problem table on the device (cached: it depends only on the buffers and
+    shapes), and the number of blocks/units its launch walks."""
+    units = sum(gemm.group_units(plan.spec, plan.cfg, [(c.shape[0], c.shape[1], k) for _, _, c, k, _, _ in plan.problems]))
+    key = (plan.spec.name, plan.cfg, plan.device_index,
+           _key([t for a, b, c, *_ in plan.problems for t in (a, b, c)]))
+    table = _tables.get(key)
+    if table is None:
+        data = gemm.group_table(plan.spec, plan.cfg, list(plan.problems))
+        table = torch.frombuffer(bytearray(data), dtype=torch.uint8).to(f"cuda:{plan.device_index}")
+        _tables[key] = table
+        if len(_tables) > _TABLES_KEPT:
+            _tables.popitem(last=False)
+    return table, units
+
+
+def _pool(device_index: int, count: int) -> list[torch.cuda.Stream]:
+    pool = _stream_pools.setdefault(device_index, [])
+    while len(pool) < count:
+        pool.append(torch.cuda.Stream(device=device_index))
+    return pool[:count]
+
+
+def _run(plan: _Plan, mode: str, streams: int | None) -> None:
+    if mode == "streams":
+        current = torch.cuda.current_stream(plan.device_index)
+        pool = _pool(plan.device_index, streams or len(plan.problems))
+        ready = current.record_event()
+        done = []
+        for i, (a, b, c, k, lda, ldb) in enumerate(plan.problems):
+            side = pool[i % len(pool)]
+            side.wait_event(ready)
+            with torch.cuda.stream(side):
+                gemm.launch(plan.spec, plan.cfg, plan.device_index, a, b, c, k, lda, ldb)
+            for t in (a, b, c):  # the caching allocator must not hand these out before side is done
+                t.record_stream(side)
+            done.append(side.record_event())
+        for event in done:
+            current.wait_event(event)
+    else:
+        table, units = _table(plan)
+        gemm.launch_grouped(plan.spec, plan.cfg, plan.device_index, table, len(plan.problems), units,
+                            plan.dtype, plan.out_dtype)
+
+
+def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: bool = False,
+        out_dtype: torch.dtype | None = None, kernel: str | None = None, config: str | None = None,
+        out=None):
+    """C_i = a_i @ b_i for a batch: a (B, M, K) and b (B, K, N) tensors, giving (B, M, N); or
+    lists of 2-D a_i (M_i, K_i) and b_i (K_i, N_i) of any shapes, giving a list.
+
+    mode: "batched" (default for tensors) or "grouped" (default for lists): one launch for
+    all GEMMs; "streams": one launch per GEMM over `streams` CUDA streams (default: one per
+    GEMM). graph=True replays a CUDA graph captured on the first call with these buffers:
+    its output is the same tensor each time (pass `out` to choose it). out_dtype, kernel and
+    config as in zoo.mm; `out` is a (B, M, N) tensor or a list matching the inputs.
+    """
+    a_list, b_list, batched = _as_lists(a, b)
+    mode = mode or ("batched" if batched else "grouped")
+    if mode not in MODES:
+        raise ZooError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if mode == "batched" and not batched:
+        raise ZooError("mode 'batched' takes 3-D tensors; use mode 'grouped' for lists of GEMMs")
+    if streams is not None and streams < 1:
+        raise ZooError(f"streams must be >= 1, got {streams}")
+    if not a_list:
+        return torch.empty((0, 0, 0), dtype=out_dtype or torch.float16) if batched else []
+    out_dtype = gemm.check_inputs(a_list[0], b_list[0], out_dtype)
+    for x, y in zip(a_list[1:], b_list[1:]):
+        gemm.check_inputs(x, y, out_dtype)
+    shapes = [(x.shape[0], y.shape[1]) for x, y in zip(a_list, b_list)]
+    device = a_list[0].device
+
+    if graph:
+        key = (mode, streams, out_dtype, kernel, config, _key(a_list + b_list),
+               _key(out if isinstance(out, (list, tuple)) else [out]) if out is not None else None,
+               torch.cuda.current_stream(device).cuda_stream)
+        cached = _graphs.get(key)
+        if cached is not None:
+            g, result = cached
+            g.replay()
+            return result
+
+    if out is None:
+        out = torch.empty((len(a_list), *shapes[0]), dtype=out_dtype, device=device) if batched \
+            else [torch.empty(s, dtype=out_dtype, device=device) for s in shapes]
+    outs = list(out.unbind(0)) if isinstance(out, torch.Tensor) else list(out)
+    if len(outs) != len(a_list):
+        raise ZooError(f"out holds {len(outs)} results for {len(a_list)} GEMMs")
+    for o, x, y in zip(outs, a_list, b_list):
+        gemm._check_out(o, x, y, x.shape[0], y.shape[1], out_dtype)
+    # Empty results need nothing; K = 0 gives zeros; the rest go to the kernel.
+    live = [(x, y, o) for x, y, o in zip(a_list, b_list, outs) if o.numel()]
+    for x, _, o in live:
+        if x.shape[1] == 0:
+            o.zero_()
+    live = [(x, y, o) for x, y, o in live if x.shape[1]]
+    if not live:
+        return out
+    a_list, b_list, outs = (list(t) for t in zip(*live))
+
+    plan = _plan(a_list, b_list, outs, out_dtype, kernel, config)
+    _run(plan, mode, streams)  # eager, and the warm-up a capture needs (compile, tables)
+    if graph:
+        torch.cuda.current_stream(device).synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            _run(plan, mode, streams)
+        _graphs[key] = (g, out)
+        if len(_graphs) > _GRAPHS_KEPT:
+            _graphs.popitem(last=False)
+        g.replay()
+    return out
