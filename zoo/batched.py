@@ -19,20 +19,24 @@ from . import gemm, registry
 from .cuda import ZooError
 
 MODES = ("streams", "batched", "grouped")
-_TABLES_KEPT = 64   # device tables cached per (kernel, config, buffers, shapes)
-_GRAPHS_KEPT = 16   # captured graphs cached per (mode, buffers, shapes)
+_TABLES_KEPT = 128  # device tables cached per (kernel, config, buffers, shapes)
+_GRAPHS_KEPT = 64   # captured graphs cached per (mode, buffers, shapes)
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Plan:
-    """What one call computes: the problems (row-major views and their row strides), their
-    outputs, and the kernel and config chosen for them."""
+    """What one call computes: the problems (what the kernels read, row strides), the input
+    copies to make first (unaligned or strided inputs), and the kernel and config chosen. A
+    captured graph keeps its plan alive: the copy buffers and the table it reads."""
     spec: registry.KernelSpec
     cfg: object
-    problems: tuple            # (a, b, c, k, lda, ldb) per GEMM
+    problems: list             # (a, b, c, k, lda, ldb) per GEMM
+    copies: list               # (destination view, source) pairs, copied before the launch
     dtype: torch.dtype
     out_dtype: torch.dtype
     device_index: int
+    table: torch.Tensor | None = None
+    units: int = 0
 
 
 _tables: OrderedDict = OrderedDict()
@@ -69,29 +73,32 @@ def _plan(a_list, b_list, outs, out_dtype, kernel, config) -> _Plan:
     dtype = a_list[0].dtype
     shapes = tuple(registry.Problem(a.shape[0], b.shape[1], a.shape[1], gemm._dtype_name(dtype),
                                     gemm._dtype_name(out_dtype)) for a, b in zip(a_list, b_list))
-    spec, cfg = registry.select(limits, shapes[0], kernel_name=kernel, config_name=config, group=shapes)
-    problems = []
+    spec, cfg = gemm._select(limits, shapes[0], kernel_name=kernel, config_name=config, group=shapes)
+    problems, copies = [], []
     for a, b, c in zip(a_list, b_list, outs):
-        ar, lda = gemm._row_major(a, spec.aligned_rows)
-        br, ldb = gemm._row_major(b, spec.aligned_rows)
+        ar, lda, a_copy = gemm.row_major_plan(a, spec.aligned_rows)
+        br, ldb, b_copy = gemm.row_major_plan(b, spec.aligned_rows)
+        copies += [(dst, src) for dst, src in ((a_copy, a), (b_copy, b)) if dst is not None]
         problems.append((ar, br, c, a.shape[1], lda, ldb))
-    return _Plan(spec, cfg, tuple(problems), dtype, out_dtype, device_index)
+    return _Plan(spec, cfg, problems, copies, dtype, out_dtype, device_index)
 
 
-def _table(plan: _Plan) -> tuple[torch.Tensor, int]:
-    """The plan's problem table on the device (cached: it depends only on the buffers and
-    shapes), and the number of blocks/units its launch walks."""
-    units = sum(gemm.group_units(plan.spec, plan.cfg, [(c.shape[0], c.shape[1], k) for _, _, c, k, _, _ in plan.problems]))
+def _table(plan: _Plan) -> None:
+    """The plan's problem table on the device and the blocks/units its launch walks; tables
+    are cached across calls by the buffers and shapes they describe."""
+    if plan.table is not None:
+        return
+    plan.units = sum(gemm.group_units(plan.spec, plan.cfg,
+                                      [(c.shape[0], c.shape[1], k) for _, _, c, k, _, _ in plan.problems]))
     key = (plan.spec.name, plan.cfg, plan.device_index,
            _key([t for a, b, c, *_ in plan.problems for t in (a, b, c)]))
-    table = _tables.get(key)
-    if table is None:
-        data = gemm.group_table(plan.spec, plan.cfg, list(plan.problems))
-        table = torch.frombuffer(bytearray(data), dtype=torch.uint8).to(f"cuda:{plan.device_index}")
-        _tables[key] = table
+    plan.table = _tables.get(key)
+    if plan.table is None:
+        data = gemm.group_table(plan.spec, plan.cfg, plan.problems)
+        plan.table = torch.frombuffer(bytearray(data), dtype=torch.uint8).to(f"cuda:{plan.device_index}")
+        _tables[key] = plan.table
         if len(_tables) > _TABLES_KEPT:
             _tables.popitem(last=False)
-    return table, units
 
 
 def _pool(device_index: int, count: int) -> list[torch.cuda.Stream]:
@@ -102,6 +109,10 @@ def _pool(device_index: int, count: int) -> list[torch.cuda.Stream]:
 
 
 def _run(plan: _Plan, mode: str, streams: int | None) -> None:
+    """The plan's work on the current stream: input copies, then the launch(es). Everything
+    here is stream work, so a graph captures all of it."""
+    for dst, src in plan.copies:
+        dst.copy_(src)
     if mode == "streams":
         current = torch.cuda.current_stream(plan.device_index)
         pool = _pool(plan.device_index, streams or len(plan.problems))
@@ -118,9 +129,9 @@ def _run(plan: _Plan, mode: str, streams: int | None) -> None:
         for event in done:
             current.wait_event(event)
     else:
-        table, units = _table(plan)
-        gemm.launch_grouped(plan.spec, plan.cfg, plan.device_index, table, len(plan.problems), units,
-                            plan.dtype, plan.out_dtype)
+        _table(plan)
+        gemm.launch_grouped(plan.spec, plan.cfg, plan.device_index, plan.table, len(plan.problems),
+                            plan.units, plan.dtype, plan.out_dtype)
 
 
 def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: bool = False,
@@ -135,6 +146,16 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
     its output is the same tensor each time (pass `out` to choose it). out_dtype, kernel and
     config as in zoo.mm; `out` is a (B, M, N) tensor or a list matching the inputs.
     """
+    if graph:  # replay: looked up from the caller's own tensors, before any other work
+        def ident(x):
+            return _key(x if isinstance(x, (list, tuple)) else [x]) if x is not None else None
+        key = (mode, streams, out_dtype, kernel, config, ident(a), ident(b), ident(out),
+               torch.cuda.current_stream().cuda_stream)
+        cached = _graphs.get(key)
+        if cached is not None:
+            cached[0].replay()
+            return cached[1]
+
     a_list, b_list, batched = _as_lists(a, b)
     mode = mode or ("batched" if batched else "grouped")
     if mode not in MODES:
@@ -150,16 +171,6 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
         gemm.check_inputs(x, y, out_dtype)
     shapes = [(x.shape[0], y.shape[1]) for x, y in zip(a_list, b_list)]
     device = a_list[0].device
-
-    if graph:
-        key = (mode, streams, out_dtype, kernel, config, _key(a_list + b_list),
-               _key(out if isinstance(out, (list, tuple)) else [out]) if out is not None else None,
-               torch.cuda.current_stream(device).cuda_stream)
-        cached = _graphs.get(key)
-        if cached is not None:
-            g, result = cached
-            g.replay()
-            return result
 
     if out is None:
         out = torch.empty((len(a_list), *shapes[0]), dtype=out_dtype, device=device) if batched \
@@ -186,7 +197,7 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
             _run(plan, mode, streams)
-        _graphs[key] = (g, out)
+        _graphs[key] = (g, out, plan)  # the plan: copy buffers and table the graph reads
         if len(_graphs) > _GRAPHS_KEPT:
             _graphs.popitem(last=False)
         g.replay()

@@ -59,20 +59,28 @@ def check_inputs(a, b, out_dtype) -> torch.dtype:
     return out_dtype
 
 
-def _row_major(t: torch.Tensor, aligned: bool) -> tuple[torch.Tensor, int]:
-    """A view the kernel can read in place, or a copy that it can; returns it with its row
-    stride in elements. In place needs unit column stride (or one column), rows that do not
-    overlap (stride >= cols, so no expanded/broadcast rows) within int32, and for `aligned`
-    kernels (cp.async, TMA) 16-byte-aligned rows. Aligned copies pad rows to 8 elements."""
+def row_major_plan(t: torch.Tensor, aligned: bool) -> tuple[torch.Tensor, int, torch.Tensor | None]:
+    """(what the kernel reads, its row stride in elements, the view to copy `t` into first or
+    None). In place needs unit column stride (or one column), rows that do not overlap
+    (stride >= cols, so no expanded/broadcast rows) within int32, and for `aligned` kernels
+    (cp.async, TMA) 16-byte-aligned rows; otherwise a zeroed buffer with rows padded to 8
+    elements is allocated here and the caller copies `t` into the returned view."""
     rows, cols = t.shape
     pad = -(-cols // ALIGN) * ALIGN if aligned else cols
     ld = t.stride(0) if rows > 1 else pad  # a single row's stride is never used to address
     readable = (cols == 1 or t.stride(1) == 1) and cols <= ld <= INT32_MAX
     if readable and (not aligned or (ld % ALIGN == 0 and t.data_ptr() % 16 == 0)):
-        return t, ld
-    copy = torch.zeros((rows, pad), dtype=t.dtype, device=t.device)
-    copy[:, :cols] = t
-    return copy, pad
+        return t, ld, None
+    buffer = torch.zeros((rows, pad), dtype=t.dtype, device=t.device)
+    return buffer, pad, buffer[:, :cols]
+
+
+def _row_major(t: torch.Tensor, aligned: bool) -> tuple[torch.Tensor, int]:
+    """A view the kernel can read in place, or a copy that it can, with its row stride."""
+    readable, ld, copy_into = row_major_plan(t, aligned)
+    if copy_into is not None:
+        copy_into.copy_(t)
+    return readable, ld
 
 
 def _span(t: torch.Tensor) -> tuple[int, int]:
