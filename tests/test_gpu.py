@@ -248,3 +248,19 @@ def test_bmm_default_mode_and_empty_problems():
     check_batch(a, b, c)
     outs = zoo.bmm([rand(4, 0, gen=gen), rand(0, 3, gen=gen)], [rand(0, 5, gen=gen), rand(3, 6, gen=gen)])
     assert outs[0].shape == (4, 5) and not outs[0].any() and outs[1].shape == (0, 6)
+
+
+def test_pipeline_demo_returns_verified_results_and_a_consistent_timeline():
+    from zoo import pipeline
+    result, host_a, host_b, host_c = pipeline.run(3, 129, 200, 77, torch.float16, torch.float32, repeats=2)
+    for a, b, c in zip(host_a, host_b, host_c):
+        assert c.is_pinned() and bench.verify(a.cuda(), b.cuda(), c.cuda()).ok
+    assert len(result.spans) == len(result.serial_spans) == 3 * len(pipeline.LANES)
+    for lane, i, start, end in result.spans:
+        assert 0 <= start <= end <= result.pipelined_us * 1.01, (lane, i, start, end)
+    # Each GEMM starts after its copy-in ends and its copy-out after the GEMM (event chain).
+    at = {(lane, i): (s, e) for lane, i, s, e in result.spans}
+    for i in range(3):
+        assert at[("copy-in", i)][1] <= at[("GEMM", i)][0] + 1e-3
+        assert at[("GEMM", i)][1] <= at[("copy-out", i)][0] + 1e-3
+    assert result.ideal_us <= result.serial_us

@@ -3,8 +3,10 @@
 Inputs start in pinned host memory and results go back to it. GEMM i is three steps on three
 streams: copy-in (H2D), the GEMM, copy-out (D2H), chained by events, so copying i+1 in
 overlaps computing i and copying i-1 out. The same work on one stream gives each step's
-isolated time: the serial total, and the ideal (the busiest of the three engines). Each GEMM
-step is a CUDA-graph replay of zoo.mm, so the host keeps ahead of the GPU.
+isolated time: the serial total, and the ideal (the busiest of the three engines). Each
+schedule is captured once as a CUDA graph and replayed, so no host work sits between the
+steps: with ~3 us GEMMs and ~50 us copies, Python launching them one by one would be the
+slowest engine of all. Timing events inside the graph are event-record nodes.
 """
 
 from __future__ import annotations
@@ -39,16 +41,25 @@ class PipelineResult:
         return self.ideal_us / self.pipelined_us
 
 
+def _timing_event() -> torch.cuda.Event:
+    """A timing event that, recorded inside a CUDA-graph capture, becomes an event-record node
+    (external=True), so its timestamp is readable after each replay."""
+    return torch.cuda.Event(enable_timing=True, external=True)
+
+
 class _Steps:
-    """Timing events around each step of each GEMM."""
+    """Timing events around each step of each GEMM, and at the start and end of the run."""
 
     def __init__(self, batch: int):
-        self.events = {(lane, i): (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-                       for lane in LANES for i in range(batch)}
+        self.events = {(lane, i): (_timing_event(), _timing_event()) for lane in LANES for i in range(batch)}
+        self.origin, self.finish = _timing_event(), _timing_event()
 
-    def spans(self, origin: torch.cuda.Event) -> list[tuple[str, int, float, float]]:
-        """(lane, i, start us, end us) relative to `origin`."""
-        return [(lane, i, 1e3 * origin.elapsed_time(s), 1e3 * origin.elapsed_time(e))
+    def total_us(self) -> float:
+        return 1e3 * self.origin.elapsed_time(self.finish)
+
+    def spans(self) -> list[tuple[str, int, float, float]]:
+        """(lane, i, start us, end us) relative to the run's start."""
+        return [(lane, i, 1e3 * self.origin.elapsed_time(s), 1e3 * self.origin.elapsed_time(e))
                 for (lane, i), (s, e) in self.events.items()]
 
 
@@ -63,75 +74,77 @@ def _buffers(batch, m, n, k, dtype, out_dtype, seed):
     return host_a, host_b, host_c, dev_a, dev_b, dev_c
 
 
-def _gemm_graphs(bufs, kernel, config) -> list:
-    """Each GEMM step captured once as a CUDA graph: replaying one costs the host a few
-    microseconds where an eager zoo.mm costs tens, so the host stays ahead of the copy
-    engines and the timeline shows the GPU, not Python."""
-    _, _, _, dev_a, dev_b, dev_c = bufs
-    graphs = []
-    for a, b, c in zip(dev_a, dev_b, dev_c):
-        gemm.mm(a, b, out=c, kernel=kernel, config=config)  # compile and load outside the capture
-        torch.cuda.synchronize()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            gemm.mm(a, b, out=c, kernel=kernel, config=config)
-        graphs.append(g)
-    return graphs
-
-
-def _one_run(bufs, streams, graphs):
-    """One pass over the batch; `streams` = (copy-in, GEMM, copy-out), one stream for all of
-    them gives the serial run. Returns (total us, spans)."""
+def _schedule(bufs, lanes, steps: _Steps, kernel, config) -> None:
+    """Enqueue the whole batch on the current stream: forked onto `lanes` (copy-in, GEMM,
+    copy-out streams) chained by events, or all on the current stream when lanes is None
+    (the serial run). Timing events sit around every step."""
     host_a, host_b, host_c, dev_a, dev_b, dev_c = bufs
-    batch = len(host_a)
-    steps = _Steps(batch)
-    origin, finish = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s_in, s_mm, s_out = streams
-    origin.record(s_in)
-    for s in {s_mm, s_out} - {s_in}:
-        s.wait_event(origin)
-    # Every copy-in first: they run back to back on their engine while the host goes on to
-    # enqueue the GEMMs and copy-outs, which wait on them through the events.
-    for i in range(batch):
+    home = torch.cuda.current_stream()
+    s_in, s_mm, s_out = lanes or (home, home, home)
+    steps.origin.record(home)
+    if lanes:
+        fork = home.record_event()
+        for s in lanes:
+            s.wait_event(fork)
+    loaded, computed = [], []
+    for i in range(len(host_a)):
         start, end = steps.events[("copy-in", i)]
         start.record(s_in)
         with torch.cuda.stream(s_in):
             dev_a[i].copy_(host_a[i], non_blocking=True)
             dev_b[i].copy_(host_b[i], non_blocking=True)
         end.record(s_in)
-    for i in range(batch):
-        s_mm.wait_event(steps.events[("copy-in", i)][1])
+        loaded.append(s_in.record_event())
+    for i in range(len(host_a)):
+        s_mm.wait_event(loaded[i])
         start, end = steps.events[("GEMM", i)]
         start.record(s_mm)
         with torch.cuda.stream(s_mm):
-            graphs[i].replay()
+            gemm.mm(dev_a[i], dev_b[i], out=dev_c[i], kernel=kernel, config=config)
         end.record(s_mm)
-        s_out.wait_event(end)
+        computed.append(s_mm.record_event())
+        s_out.wait_event(computed[i])
         start, end = steps.events[("copy-out", i)]
         start.record(s_out)
         with torch.cuda.stream(s_out):
             host_c[i].copy_(dev_c[i], non_blocking=True)
         end.record(s_out)
-    finish.record(s_out)
-    finish.synchronize()
-    return 1e3 * origin.elapsed_time(finish), steps.spans(origin)
+    if lanes:
+        for s in lanes:
+            home.wait_event(s.record_event())
+    steps.finish.record(home)
+
+
+def _captured(bufs, lanes, kernel, config) -> tuple[torch.cuda.CUDAGraph, _Steps]:
+    """The schedule captured as one CUDA graph: a replay runs the copies, GEMMs and event
+    chain with no host work between them."""
+    steps = _Steps(len(bufs[0]))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        _schedule(bufs, lanes, steps, kernel, config)
+    return graph, steps
 
 
 def run(batch: int, m: int, n: int, k: int, dtype: torch.dtype, out_dtype: torch.dtype, *,
         repeats: int = 5, kernel: str | None = None, config: str | None = None,
         seed: int = 0) -> tuple[PipelineResult, list[torch.Tensor], list[torch.Tensor], list[torch.Tensor]]:
-    """Run the pipeline and the serial baseline `repeats` times each (after one warm-up of
-    each); returns the result and the host inputs and outputs for checking."""
+    """Capture the pipelined and the serial schedule once each, replay each `repeats` times
+    (after a warm-up replay) and time them; returns the result and the host inputs and
+    outputs for checking."""
     bufs = _buffers(batch, m, n, k, dtype, out_dtype, seed)
-    graphs = _gemm_graphs(bufs, kernel, config)
+    for a, b, c in zip(*bufs[3:]):  # compile and load outside the captures
+        gemm.mm(a, b, out=c, kernel=kernel, config=config)
+    torch.cuda.synchronize()
     lanes = tuple(torch.cuda.Stream() for _ in LANES)
-    serial = (torch.cuda.Stream(),) * 3
-    _one_run(bufs, lanes, graphs)
-    _one_run(bufs, serial, graphs)
+    piped_graph, piped_steps = _captured(bufs, lanes, kernel, config)
+    serial_graph, serial_steps = _captured(bufs, None, kernel, config)
     piped, alone = [], []
-    for _ in range(repeats):
-        piped.append(_one_run(bufs, lanes, graphs))
-        alone.append(_one_run(bufs, serial, graphs))
+    for r in range(repeats + 1):
+        for graph, steps, runs in ((piped_graph, piped_steps, piped), (serial_graph, serial_steps, alone)):
+            graph.replay()
+            torch.cuda.synchronize()
+            if r:  # the first replay uploads the graph
+                runs.append((steps.total_us(), steps.spans()))
     mid = sorted(range(repeats), key=lambda r: piped[r][0])[repeats // 2]
     step_us = {lane: [statistics.median(e - s for run in alone for (ln, j, s, e) in run[1] if ln == lane and j == i)
                       for i in range(batch)] for lane in LANES}
