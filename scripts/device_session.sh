@@ -23,6 +23,8 @@ for pair in "fp16 fp32" "bf16 bf16" "bf16 fp32"; do
   bin/zoo bench --suite square --dtype "$1" --out-dtype "$2" --json "$OUT/bench-square-$1-$2.json" | grep -E "^│ square"
 done
 bin/zoo bench --suite llm --eager --json "$OUT/bench-llm-eager.json" | grep geometric
+bin/zoo batched --json "$OUT/batched.json" | tail -14
+bin/zoo batched --pipeline --trace "$OUT/pipeline-trace.json" --json "$OUT/pipeline.json" | tail -18
 SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 for tool in memcheck racecheck; do
   # --report-api-errors no: torch and cuda-python probe driver entry points that do not exist
@@ -42,3 +44,5 @@ for kernel_out in "sm80_gemm_mma fp16" "sm75_hgemm_wmma fp32"; do
   echo "ncu $1 / $cfg, 4096^3 fp16 -> $2:"
   grep -E "bank_conflicts|wavefronts|hmma|Achieved Occupancy|Theoretical Occupancy" "$OUT/ncu-$1.txt"
 done
+# The lent machine returns a few files: everything also goes back as one archive.
+tar czf "$OUT.tgz" -C "$(dirname "$OUT")" "$(basename "$OUT")" && echo "archive: $OUT.tgz"
