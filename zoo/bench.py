@@ -94,13 +94,16 @@ class Timing:
 
 def time_side_by_side(fns: dict[str, Callable[[int], object]], sets: int, warmup: int, iters: int,
                       progress: Callable[[int], None] | None = None,
-                      graph: bool = True) -> dict[str, Timing]:
+                      graph: bool = True, lead_cycles: int = 0) -> dict[str, Timing]:
     """Time each fn(set_index) with CUDA events, interleaved call by call so both see the
     same clocks and thermals; inputs rotate over `sets` so the caches hold none of them.
 
     graph=True replays each call from a CUDA graph captured after the warm-up, so the events
     time the device work, not the Python that launches it (what a 20-us GEMM would otherwise
-    measure); graph=False times the calls themselves, host overhead included."""
+    measure); graph=False times the calls themselves, host overhead included.
+    lead_cycles > 0: before each timed call the GPU sleeps that many cycles (untimed), so a
+    call whose host side is shorter than the sleep is enqueued before the GPU reaches its
+    start event: the events then see only its device time."""
     for i in range(warmup):
         for fn in fns.values():
             fn(i % sets)
@@ -125,6 +128,8 @@ def time_side_by_side(fns: dict[str, Callable[[int], object]], sets: int, warmup
     for i in range(iters):
         for name, per_set in calls.items():
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            if lead_cycles:
+                torch.cuda._sleep(lead_cycles)
             start.record()
             per_set[i % sets]()
             end.record()
