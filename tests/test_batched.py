@@ -93,3 +93,11 @@ def test_timeline_draws_each_step_in_its_lane():
 
 def test_graph_cache_is_bounded():
     assert batched._GRAPHS_KEPT >= 4 and batched._TABLES_KEPT >= batched._GRAPHS_KEPT
+
+
+def test_non_tensor_arguments_are_errors_not_tracebacks():
+    with pytest.raises(zoo.ZooError, match="must hold torch.Tensors"):
+        zoo.bmm([1], [2], graph=True)
+    a = torch.zeros(2, 4, 4, dtype=torch.float16)
+    with pytest.raises(zoo.ZooError, match="out must be a"):
+        zoo.bmm(a, a, out=[1, 2])

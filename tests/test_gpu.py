@@ -264,3 +264,26 @@ def test_pipeline_demo_returns_verified_results_and_a_consistent_timeline():
         assert at[("copy-in", i)][1] <= at[("GEMM", i)][0] + 1e-3
         assert at[("GEMM", i)][1] <= at[("copy-out", i)][0] + 1e-3
     assert result.ideal_us <= result.serial_us
+
+
+def test_bmm_refuses_outputs_shared_between_gemms_and_handles_empty_batches():
+    gen = torch.Generator(device="cuda").manual_seed(37)
+    a, b = rand(2, 64, 32, gen=gen), rand(2, 32, 48, gen=gen)
+    shared = torch.empty(64, 48, device="cuda", dtype=torch.float16)
+    with pytest.raises(zoo.ZooError, match=r"out\[0\] overlaps another GEMM"):
+        zoo.bmm(list(a.unbind(0)), list(b.unbind(0)), out=[shared, shared])
+    empty = zoo.bmm(rand(0, 5, 7, gen=gen), rand(0, 7, 3, gen=gen), out_dtype=torch.float32)
+    assert empty.shape == (0, 5, 3) and empty.dtype == torch.float32 and empty.is_cuda
+
+
+def test_bmm_graph_replay_rezeroes_k0_outputs():
+    gen = torch.Generator(device="cuda").manual_seed(41)
+    a_list = [rand(8, 0, gen=gen), rand(64, 32, gen=gen)]
+    b_list = [rand(0, 16, gen=gen), rand(32, 48, gen=gen)]
+    outs = [torch.empty(8, 16, device="cuda", dtype=torch.float16), torch.empty(64, 48, device="cuda", dtype=torch.float16)]
+    for _ in range(2):  # capture, then a replay after the outputs were spoiled
+        zoo.bmm(a_list, b_list, out=outs, graph=True)
+        torch.cuda.synchronize()
+        assert not outs[0].any() and bench.verify(a_list[1], b_list[1], outs[1]).ok
+        for o in outs:
+            o.fill_(float("nan"))

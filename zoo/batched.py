@@ -32,6 +32,7 @@ class _Plan:
     cfg: object
     problems: list             # (a, b, c, k, lda, ldb) per GEMM
     copies: list               # (destination view, source) pairs, copied before the launch
+    zeros: list                # outputs of K = 0 GEMMs, zeroed with the launch
     dtype: torch.dtype
     out_dtype: torch.dtype
     device_index: int
@@ -60,11 +61,13 @@ def _as_lists(a, b):
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         if len(a) != len(b):
             raise ZooError(f"{len(a)} a matrices but {len(b)} b matrices")
+        if not all(isinstance(t, torch.Tensor) for t in (*a, *b)):
+            raise ZooError("the lists must hold torch.Tensors")
         return list(a), list(b), False
     raise ZooError("bmm takes two 3-D tensors, or two lists of 2-D tensors of the same length")
 
 
-def _plan(a_list, b_list, outs, out_dtype, kernel, config) -> _Plan:
+def _plan(a_list, b_list, outs, out_dtype, kernel, config, zeros) -> _Plan:
     if len({t.dtype for t in a_list}) > 1 or len({t.device for t in a_list}) > 1:
         raise ZooError("all GEMMs of one bmm call must share a dtype and a device")
     dev = a_list[0].device
@@ -80,7 +83,7 @@ def _plan(a_list, b_list, outs, out_dtype, kernel, config) -> _Plan:
         br, ldb, b_copy = gemm.row_major_plan(b, spec.aligned_rows)
         copies += [(dst, src) for dst, src in ((a_copy, a), (b_copy, b)) if dst is not None]
         problems.append((ar, br, c, a.shape[1], lda, ldb))
-    return _Plan(spec, cfg, problems, copies, dtype, out_dtype, device_index)
+    return _Plan(spec, cfg, problems, copies, zeros, dtype, out_dtype, device_index)
 
 
 def _table(plan: _Plan) -> None:
@@ -101,7 +104,11 @@ def _table(plan: _Plan) -> None:
             _tables.popitem(last=False)
 
 
+MAX_STREAMS = 32  # the streams mode's pool per device; more GEMMs than this share streams
+
+
 def _pool(device_index: int, count: int) -> list[torch.cuda.Stream]:
+    count = min(count, MAX_STREAMS)
     pool = _stream_pools.setdefault(device_index, [])
     while len(pool) < count:
         pool.append(torch.cuda.Stream(device=device_index))
@@ -113,6 +120,8 @@ def _run(plan: _Plan, mode: str, streams: int | None) -> None:
     here is stream work, so a graph captures all of it."""
     for dst, src in plan.copies:
         dst.copy_(src)
+    for o in plan.zeros:
+        o.zero_()
     if mode == "streams":
         current = torch.cuda.current_stream(plan.device_index)
         pool = _pool(plan.device_index, streams or len(plan.problems))
@@ -130,6 +139,9 @@ def _run(plan: _Plan, mode: str, streams: int | None) -> None:
             current.wait_event(event)
     else:
         _table(plan)
+        # A cached table may be read on another stream than it was made on: the caching
+        # allocator must not reuse it (after eviction) before this launch is done.
+        plan.table.record_stream(torch.cuda.current_stream(plan.device_index))
         gemm.launch_grouped(plan.spec, plan.cfg, plan.device_index, plan.table, len(plan.problems),
                             plan.units, plan.dtype, plan.out_dtype)
 
@@ -141,22 +153,23 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
     lists of 2-D a_i (M_i, K_i) and b_i (K_i, N_i) of any shapes, giving a list.
 
     mode: "batched" (default for tensors) or "grouped" (default for lists): one launch for
-    all GEMMs; "streams": one launch per GEMM over `streams` CUDA streams (default: one per
-    GEMM). graph=True replays a CUDA graph captured on the first call with these buffers:
-    its output is the same tensor each time (pass `out` to choose it). out_dtype, kernel and
+    all GEMMs (the same launch; the names say which inputs they take); "streams": one launch
+    per GEMM over `streams` CUDA streams (default: one per GEMM, at most MAX_STREAMS).
+    graph=True replays a CUDA graph captured on the first call with these buffers: its
+    output is the same tensor each time (pass `out` to choose it). out_dtype, kernel and
     config as in zoo.mm; `out` is a (B, M, N) tensor or a list matching the inputs.
     """
+    a_list, b_list, batched = _as_lists(a, b)
     if graph:  # replay: looked up from the caller's own tensors, before any other work
         def ident(x):
-            return _key(x if isinstance(x, (list, tuple)) else [x]) if x is not None else None
+            return _key(x if isinstance(x, (list, tuple)) else [x]) if isinstance(x, (torch.Tensor, list, tuple)) else None
         key = (mode, streams, out_dtype, kernel, config, ident(a), ident(b), ident(out),
                torch.cuda.current_stream().cuda_stream)
         cached = _graphs.get(key)
         if cached is not None:
             cached[0].replay()
-            return cached[1]
+            return out if out is not None else cached[1]
 
-    a_list, b_list, batched = _as_lists(a, b)
     mode = mode or ("batched" if batched else "grouped")
     if mode not in MODES:
         raise ZooError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -164,8 +177,14 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
         raise ZooError("mode 'batched' takes 3-D tensors; use mode 'grouped' for lists of GEMMs")
     if streams is not None and streams < 1:
         raise ZooError(f"streams must be >= 1, got {streams}")
+    if out is not None and not (isinstance(out, torch.Tensor) or
+                                (isinstance(out, (list, tuple)) and all(isinstance(o, torch.Tensor) for o in out))):
+        raise ZooError("out must be a (B, M, N) tensor or a list of tensors")
     if not a_list:
-        return torch.empty((0, 0, 0), dtype=out_dtype or torch.float16) if batched else []
+        if batched:  # an empty batch still has to be a valid one
+            out_dtype = gemm.check_inputs(a.new_empty(a.shape[1:]), b.new_empty(b.shape[1:]), out_dtype)
+            return out if out is not None else torch.empty((0, a.shape[1], b.shape[2]), dtype=out_dtype, device=a.device)
+        return out if out is not None else []
     out_dtype = gemm.check_inputs(a_list[0], b_list[0], out_dtype)
     for x, y in zip(a_list[1:], b_list[1:]):
         gemm.check_inputs(x, y, out_dtype)
@@ -180,17 +199,22 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
         raise ZooError(f"out holds {len(outs)} results for {len(a_list)} GEMMs")
     for o, x, y in zip(outs, a_list, b_list):
         gemm._check_out(o, x, y, x.shape[0], y.shape[1], out_dtype)
-    # Empty results need nothing; K = 0 gives zeros; the rest go to the kernel.
+    # One launch writes every output while reading every input: none may overlap another GEMM's.
+    for i, o in enumerate(outs):
+        if o.numel() and (any(gemm._overlaps(o, t) for t in a_list + b_list) or
+                          any(gemm._overlaps(o, p) for j, p in enumerate(outs) if j != i)):
+            raise ZooError(f"out[{i}] overlaps another GEMM's input or output; every output needs its own memory")
+    # Empty results need nothing; K = 0 gives zeros (with the launch); the rest go to the kernel.
     live = [(x, y, o) for x, y, o in zip(a_list, b_list, outs) if o.numel()]
-    for x, _, o in live:
-        if x.shape[1] == 0:
-            o.zero_()
+    zeros = [o for x, _, o in live if x.shape[1] == 0]
     live = [(x, y, o) for x, y, o in live if x.shape[1]]
     if not live:
+        for o in zeros:
+            o.zero_()
         return out
     a_list, b_list, outs = (list(t) for t in zip(*live))
 
-    plan = _plan(a_list, b_list, outs, out_dtype, kernel, config)
+    plan = _plan(a_list, b_list, outs, out_dtype, kernel, config, zeros)
     _run(plan, mode, streams)  # eager, and the warm-up a capture needs (compile, tables)
     if graph:
         torch.cuda.current_stream(device).synchronize()

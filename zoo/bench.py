@@ -120,15 +120,16 @@ def time_side_by_side(fns: dict[str, Callable[[int], object]], sets: int, warmup
                 graphs.append(g.replay)
             calls[name] = graphs
         torch.cuda.synchronize()
-        for i in range(min(warmup, sets)):  # the first replay of a graph uploads it
+        for i in range(sets):  # the first replay of a graph uploads it: not in a timed sample
             for per_set in calls.values():
-                per_set[i % sets]()
+                per_set[i]()
         torch.cuda.synchronize()
     events = {name: [] for name in fns}
     for i in range(iters):
         for name, per_set in calls.items():
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            if lead_cycles:
+            if lead_cycles:  # from an idle GPU, so every call gets the same lead
+                torch.cuda.synchronize()
                 torch.cuda._sleep(lead_cycles)
             start.record()
             per_set[i % sets]()

@@ -307,8 +307,11 @@ def cmd_batched(args) -> int:
     from .batched import MODES, bmm
     from .gemm import device_limits
 
-    if min(args.batch, args.m, args.n, args.k) < 1:
-        err_console.print("zoo batched: --batch, -m, -n and -k must be >= 1")
+    if min(args.batch, args.m, args.n, args.k, args.repeats) < 1:
+        err_console.print("zoo batched: --batch, -m, -n, -k and --repeats must be >= 1")
+        return EXIT_FAIL
+    if args.trace and not args.pipeline:
+        err_console.print("zoo batched: --trace goes with --pipeline (it traces the pipeline's steps)")
         return EXIT_FAIL
     out_name = args.out_dtype or args.dtype
     if out_name not in (args.dtype, "fp32"):

@@ -156,6 +156,22 @@ def compiled(spec: KernelSpec, cfg: TileConfig, dtype: str, out_dtype: str,
     return fn
 
 
+def tma_maps(spec: KernelSpec, cfg: TileConfig, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor,
+             k: int, lda: int, ldb: int) -> tuple[object, object, object, bool]:
+    """The tensor maps of A, B and C for a TMA kernel, and whether C goes out through TMA
+    (its rows 16-byte aligned; else the kernel stores C directly and its map is a blank)."""
+    m, n = c.shape
+    ldc = max(c.stride(0), 1)
+    (a_rows, a_cols), (b_rows, b_cols), (c_rows, c_cols) = spec.tma_boxes(cfg, c.element_size())
+    dtype = _dtype_name(a.dtype)
+    a_map = cuda.tensor_map_2d(a.data_ptr(), dtype, m, k, lda, a_rows, a_cols)
+    b_map = cuda.tensor_map_2d(b.data_ptr(), dtype, k, n, ldb, b_rows, b_cols)
+    c_tma = c.data_ptr() % 16 == 0 and (m == 1 or ldc * c.element_size() % 16 == 0)
+    c_map = cuda.tensor_map_2d(c.data_ptr(), _dtype_name(c.dtype), m, n, ldc, c_rows, c_cols) \
+        if c_tma else cuda.empty_tensor_map()
+    return a_map, b_map, c_map, c_tma
+
+
 def launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor,
            b: torch.Tensor, c: torch.Tensor, k: int, lda: int, ldb: int) -> None:
     """The launch path shared by every GEMM kernel: C(M,N) = A(M,K) @ B(K,N). The sizes come
@@ -173,14 +189,7 @@ def launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor
         stream = torch.cuda.current_stream(device_index).cuda_stream
         ldc = (max(c.stride(0), 1), cuda.INT32)
         if spec.tma_boxes:
-            (a_rows, a_cols), (b_rows, b_cols), (c_rows, c_cols) = spec.tma_boxes(cfg, c.element_size())
-            dtype = _dtype_name(a.dtype)
-            a_map = cuda.tensor_map_2d(a.data_ptr(), dtype, m, k, lda, a_rows, a_cols)
-            b_map = cuda.tensor_map_2d(b.data_ptr(), dtype, k, n, ldb, b_rows, b_cols)
-            # C goes out through TMA when its rows are 16-byte aligned; else by plain stores.
-            c_tma = c.data_ptr() % 16 == 0 and (m == 1 or c.stride(0) * c.element_size() % 16 == 0)
-            c_map = cuda.tensor_map_2d(c.data_ptr(), _dtype_name(c.dtype), m, n, ldc[0], c_rows, c_cols) \
-                if c_tma else cuda.empty_tensor_map()
+            a_map, b_map, c_map, c_tma = tma_maps(spec, cfg, a, b, c, k, lda, ldb)
             workspace = counters = None
             if splits > 1:  # fp32 partials per (tile, consumer warpgroup, split), and counts
                 slots = registry.stacks(cfg, m, n) * cfg.cluster_m * cfg.warps
@@ -221,13 +230,7 @@ def group_table(spec: KernelSpec, cfg: TileConfig, problems: list[tuple]) -> byt
         m, n = c.shape
         ldc = max(c.stride(0), 1)
         if spec.tma_boxes:
-            (a_rows, a_cols), (b_rows, b_cols), (c_rows, c_cols) = spec.tma_boxes(cfg, c.element_size())
-            dtype = _dtype_name(a.dtype)
-            c_tma = c.data_ptr() % 16 == 0 and (m == 1 or ldc * c.element_size() % 16 == 0)
-            maps = [cuda.tensor_map_2d(a.data_ptr(), dtype, m, k, lda, a_rows, a_cols),
-                    cuda.tensor_map_2d(b.data_ptr(), dtype, k, n, ldb, b_rows, b_cols),
-                    cuda.tensor_map_2d(c.data_ptr(), _dtype_name(c.dtype), m, n, ldc, c_rows, c_cols)
-                    if c_tma else cuda.empty_tensor_map()]
+            *maps, c_tma = tma_maps(spec, cfg, a, b, c, k, lda, ldb)
             entry = b"".join(cuda.tensor_map_bytes(t) for t in maps) + \
                 TMA_ENTRY_TAIL.pack(c.data_ptr(), m, n, k, ldc, int(c_tma), begin)
             out += entry + bytes(TMA_ENTRY_BYTES - len(entry))

@@ -54,7 +54,9 @@ struct alignas(16) PointerProblem {
   int tile_begin;              // first block of this problem: prefix sum of tile counts
   int pad_[3];
 };
-static_assert(sizeof(PointerProblem) == 64, "zoo/gemm.py packs 64-byte entries");
+static_assert(sizeof(PointerProblem) == 64 && __builtin_offsetof(PointerProblem, M) == 24 &&
+                  __builtin_offsetof(PointerProblem, tile_begin) == 48,
+              "zoo/gemm.py packs 64-byte entries: 3 pointers, then 7 ints");
 
 // The entry whose tiles include `block` (tables are short: a linear scan).
 __device__ __forceinline__ const PointerProblem& problem_of(const PointerProblem* table, int count,

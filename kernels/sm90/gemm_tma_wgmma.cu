@@ -201,7 +201,9 @@ struct alignas(64) GroupEntry {
   unsigned long long C;
   int M, N, K, ldc, c_tma, unit_begin;
 };
-static_assert(sizeof(GroupEntry) == 448, "zoo/gemm.py packs 448-byte entries");
+static_assert(sizeof(GroupEntry) == 448 && __builtin_offsetof(GroupEntry, C) == 384 &&
+                  __builtin_offsetof(GroupEntry, unit_begin) == 412,
+              "zoo/gemm.py packs 448-byte entries: 3 maps, then C at 384, six ints at 392");
 
 // A unit of work: tile (tile_m, tile_n) of GEMM `g`, its K-tiles [kt_begin, kt_end), split
 // `split` of `splits`.
@@ -327,6 +329,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
   int stage = 0;
   unsigned phase = 0;
   bool c_tma_used = false;
+  const TensorMap* c_fenced = nullptr;
   for (int unit = sched.first; unit < sched.units; unit += sched.step) {
     const Work<OutT> w = sched.work(unit);
     const int tile_m = w.tile_m, tile_n = w.tile_n;
@@ -361,6 +364,10 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       continue;  // another unit of this tile finishes it
 
     if (w.g.c_tma) {
+      if (sched.table != nullptr && w.g.c != c_fenced && threadIdx.x % WG_THREADS == 0) {
+        tensormap_acquire(w.g.c);  // only the leader issues the stores
+        c_fenced = w.g.c;
+      }
       c_tma_used = true;
       store_tile_tma<OutT>(acc, epi_smem + consumer * EPI_BOXES * EPI_BOX_BYTES, w.g.c,
                            tile_m * BM + wg_m0, tile_n * BN + wg_n0, consumer, warp, lane);
@@ -428,6 +435,7 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
         if (sched.single.c_tma) tma_prefetch_descriptor(sched.single.c);
       }
       constexpr int MY_BOXES = BN / BOX_COLS / CLUSTER_M;
+      const TensorMap* fenced = nullptr;
       int stage = 0;
       unsigned phase = 0;
       for (int unit = sched.first; unit < sched.units; unit += sched.step) {
@@ -435,6 +443,11 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
         const int tile_m = w.tile_m, tile_n = w.tile_n;
         const TensorMap* const tmap_a = w.g.a;
         const TensorMap* const tmap_b = w.g.b;
+        if (sched.table != nullptr && tmap_a != fenced) {  // a new GEMM of the table
+          tensormap_acquire(tmap_a);
+          tensormap_acquire(tmap_b);
+          fenced = tmap_a;
+        }
         for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
           // Free in every CTA of the cluster: this thread's B boxes land in all of them.
           mbar_wait(empty_bar + 8 * stage, phase ^ 1);

@@ -59,6 +59,14 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
 // Coordinates are (column, row) of the box's first element; parts outside the tensor are
 // zero-filled and still counted in the barrier's transaction bytes.
 
+// A tensor map the host wrote into global memory (a grouped launch's table) must be fenced
+// into the tensormap proxy before TMA first reads it.
+__device__ __forceinline__ void tensormap_acquire(const TensorMap* map) {
+  asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;" ::"l"(
+                   reinterpret_cast<unsigned long long>(map))
+               : "memory");
+}
+
 __device__ __forceinline__ void tma_prefetch_descriptor(const TensorMap* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<unsigned long long>(map)) : "memory");
 }
