@@ -54,9 +54,8 @@ struct alignas(16) PointerProblem {
   int tile_begin;              // first block of this problem: prefix sum of tile counts
   int pad_[3];
 };
-static_assert(sizeof(PointerProblem) == 64 && __builtin_offsetof(PointerProblem, M) == 24 &&
-                  __builtin_offsetof(PointerProblem, tile_begin) == 48,
-              "zoo/gemm.py packs 64-byte entries: 3 pointers, then 7 ints");
+// Layout by declaration order: 3 pointers (bytes 0-23), 7 ints (24-51), padding to 64.
+static_assert(sizeof(PointerProblem) == 64, "zoo/gemm.py packs 64-byte entries: 3 pointers, then 7 ints");
 
 // The entry whose tiles include `block` (tables are short: a linear scan).
 __device__ __forceinline__ const PointerProblem& problem_of(const PointerProblem* table, int count,

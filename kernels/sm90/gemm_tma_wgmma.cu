@@ -201,8 +201,9 @@ struct alignas(64) GroupEntry {
   unsigned long long C;
   int M, N, K, ldc, c_tma, unit_begin;
 };
-static_assert(sizeof(GroupEntry) == 448 && __builtin_offsetof(GroupEntry, C) == 384 &&
-                  __builtin_offsetof(GroupEntry, unit_begin) == 412,
+// Layout: three 128-byte maps, then C at byte 384 and six ints from 392 (declaration order;
+// every field is at its natural alignment), padded to 448.
+static_assert(sizeof(TensorMap) == 128 && sizeof(GroupEntry) == 448,
               "zoo/gemm.py packs 448-byte entries: 3 maps, then C at 384, six ints at 392");
 
 // A unit of work: tile (tile_m, tile_n) of GEMM `g`, its K-tiles [kt_begin, kt_end), split
