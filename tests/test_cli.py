@@ -79,3 +79,25 @@ def test_bench_shapes_are_parsed_or_refused_clearly():
 def test_batched_without_a_gpu_exits_2(extra):
     rc, out, err = run("batched", *extra, "--json", "-")
     assert rc == 2 and "no CUDA GPU is visible" in err and json.loads(out) == {"gpu": None}
+
+
+def test_explain_reads_the_cubin_and_the_arch_table():
+    rc, out, err = run("explain", "sm75_hgemm_wmma", "--out-dtype", "fp32", "--json", "-")
+    assert rc == 0, err
+    data = json.loads(out)
+    assert data["arch"] == "sm_75" and data["chosen"] == "128x256"
+    assert data["ridge_flop_per_byte"] == pytest.approx(65e12 / 320e9)   # T4 datasheet roofline
+    by_name = {c["config"]: c for c in data["configs"]}
+    big = by_name["128x256"]
+    assert big["function"] == "zoo_hgemm_sm75_f32out" and 200 <= big["registers"] <= 255
+    assert big["blocks_per_sm"] == min(big["by_resource"].values()) == 1 and big["limiter"] == "registers"
+    assert big["tile_flop_per_byte"] == pytest.approx(128 * 256 / (128 + 256))
+    assert big["waves"] == pytest.approx(512 / 40) and "register stage" in big["pipeline"]
+    assert by_name["128x128"]["limiter"] == "shared memory"  # 37 KiB: one block in the T4's 64 KiB
+
+
+def test_explain_refuses_what_a_kernel_cannot_do():
+    rc, _, err = run("explain", "sm90_gemm_tma_wgmma", "--arch", "sm_75")
+    assert rc == 1 and "builds for sm_90a, not sm_75" in err
+    rc, _, err = run("explain", "nope")
+    assert rc == 1 and "unknown kernel 'nope'" in err

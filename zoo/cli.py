@@ -1,4 +1,4 @@
-"""The `zoo` command: list, info, build, run, bench, batched. Tables for people, --json for machines."""
+"""The `zoo` command: list, info, build, explain, run, bench, batched. Tables for people, --json for machines."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from . import __version__, arch, registry
+from . import __version__, arch, configs, registry
 from .cuda import ZooError
 
 # Logs and pipes get wide tables rather than rich's 80-column default.
@@ -160,6 +160,68 @@ def cmd_build(args) -> int:
                       + (f", [red]{failures} failure(s)[/]" if failures else ", all checks passed" if args.check else ""))
     _write_json(args.json, {"arch": args.arch, "part": limits.part, "results": payload, "failures": failures})
     return EXIT_FAIL if failures else EXIT_OK
+
+
+# ----------------------------------------------------------------------------- explain
+
+def cmd_explain(args) -> int:
+    from .explain import explain
+    spec = registry.kernel(args.kernel)
+    target = args.arch or spec.offline_archs[0]
+    if target not in spec.offline_archs:
+        err_console.print(f"zoo explain: {spec.name} builds for {', '.join(spec.offline_archs)}, not {target}")
+        return EXIT_FAIL
+    limits = arch.offline(target)
+    out_name = args.out_dtype or "fp16"
+    problem = registry.Problem(args.m, args.n, args.k, "float16", DTYPES[out_name])
+    if not spec.supports(problem):
+        err_console.print(f"zoo explain: {spec.name} does not compute fp16 -> {out_name}")
+        return EXIT_FAIL
+    cfgs_ = [spec.config(args.config)] if args.config else \
+        [c for c in spec.configs if not configs.problems(c, spec, limits)]
+    with err_console.status(f"compiling {spec.name} for {target} (NVRTC, cached)"):
+        found = [explain(spec, c, limits, problem) for c in cfgs_]
+    chosen = registry.pick_config(spec, limits, problem)
+    title = (f"zoo explain {spec.name} on {target} ({limits.part}: {limits.sm_count} SMs, "
+             f"{limits.smem_per_sm // 1024} KiB smem and {limits.regs_per_sm // 1024}K registers per SM, "
+             f"{limits.max_warps_per_sm} warps), {args.m}x{args.n}x{args.k} fp16 -> {out_name}")
+    table = Table(title=title)
+    for col in ("config", "threads", "regs/thread", "smem/block", "blocks/SM", "warps/SM", "limited by",
+                "tiles", "waves", "tile FLOP/B", "stages"):
+        table.add_column(col, justify="left" if col in ("config", "limited by") else "right")
+    for e in found:
+        mark = " (chosen)" if e.config == chosen.name else ""
+        table.add_row(e.config + mark, str(e.threads), str(e.registers), f"{e.smem_bytes / 1024:.1f} KiB",
+                      str(e.occupancy.blocks_per_sm), str(e.occupancy.warps_per_sm), e.occupancy.limiter,
+                      str(e.tiles), f"{e.waves:.1f}", f"{e.tile_flop_per_byte:.0f}", str(spec.config(e.config).stages))
+    if args.json != "-":
+        console.print(table)
+        if found:
+            e = next((x for x in found if x.config == chosen.name), found[0])
+            ridge = e.ridge_flop_per_byte
+            console.print(f"Pipeline ({e.config}): {e.pipeline}.")
+            console.print(
+                f"Roofline ({limits.part} datasheet: {limits.peak_fp16_tflops:g} TFLOP/s fp16 tensor, "
+                f"{limits.dram_gbps:g} GB/s): ridge point {ridge:.0f} FLOP per DRAM byte. The whole GEMM "
+                f"moves {e.problem_flop_per_byte:.0f} FLOP/B if A, B and C cross DRAM once: "
+                + ("compute-bound." if e.problem_flop_per_byte >= ridge else "memory-bound.")
+                + " One block tile's K-step does tile FLOP/B on the operands it loads; below the ridge, the"
+                " tensor cores keep busy only because neighbouring tiles re-read A and B from L2 (the"
+                " grouped block order), not DRAM.")
+            console.print("blocks/SM is the least of the limits by threads, blocks, registers and shared memory "
+                          "(CUDA occupancy rules); waves = tiles / (SMs x blocks per SM).")
+    _write_json(args.json, {"kernel": spec.name, "arch": target, "part": limits.part, "m": args.m, "n": args.n,
+                            "k": args.k, "out_dtype": out_name, "chosen": chosen.name,
+                            "ridge_flop_per_byte": limits.ridge_flop_per_byte,
+                            "configs": [{"config": e.config, "function": e.function, "threads": e.threads,
+                                         "registers": e.registers, "smem_bytes": e.smem_bytes,
+                                         "blocks_per_sm": e.occupancy.blocks_per_sm,
+                                         "warps_per_sm": e.occupancy.warps_per_sm, "limiter": e.occupancy.limiter,
+                                         "by_resource": e.occupancy.by_resource, "tiles": e.tiles, "waves": e.waves,
+                                         "tile_flop_per_byte": e.tile_flop_per_byte,
+                                         "problem_flop_per_byte": e.problem_flop_per_byte,
+                                         "pipeline": e.pipeline} for e in found]})
+    return EXIT_OK
 
 
 # ----------------------------------------------------------------------------- run
@@ -555,6 +617,17 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("-k", type=int, default=4096)
     s.add_argument("--json", metavar="PATH")
     s.set_defaults(fn=cmd_build)
+
+    s = sub.add_parser("explain", help="offline: occupancy, waves, arithmetic intensity and pipeline of a kernel's configs")
+    s.add_argument("kernel", help="a registered kernel (zoo list)")
+    s.add_argument("--arch", choices=arch.OFFLINE_ARCHS, help="target (default: the kernel's first offline arch)")
+    s.add_argument("--config", help="only this config")
+    s.add_argument("-m", type=int, default=4096)
+    s.add_argument("-n", type=int, default=4096)
+    s.add_argument("-k", type=int, default=4096)
+    s.add_argument("--out-dtype", choices=("fp16", "fp32"), help="output dtype (fp16)")
+    s.add_argument("--json", metavar="PATH")
+    s.set_defaults(fn=cmd_explain)
 
     s = sub.add_parser("run", help="select, compile, verify and benchmark against torch.mm")
     s.add_argument("--auto-arch", action="store_true",

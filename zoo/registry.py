@@ -61,6 +61,7 @@ class KernelSpec:
     persistent: bool = False             # a grid of as many blocks as fit at once, looping over tiles
     cluster_sizes: tuple[int, ...] = (1,)  # thread-block cluster sizes (along M) it supports
     split_k: bool = False                # can cut K into units reduced through a workspace
+    pipeline: str = ""                   # how K-tiles are staged; {stages} and {ahead} filled per config
     # TMA boxes (rows, cols) of A, B and C for a config and C's element size: the kernel
     # reads A and B through tensor maps, and stores C through one when C's rows allow it.
     tma_boxes: Callable[[cfgs.TileConfig, int], tuple[tuple[int, int], ...]] | None = None
@@ -182,6 +183,8 @@ SM75_HGEMM = KernelSpec(
     sass_forbidden=((r"\bLDGSTS\b", "LDGSTS (cp.async; Turing has none)"),
                     (r"\b(LDL|STL)\b", "LDL/STL (local memory)")),
     description="FP16 WMMA m16n16k16, register-prefetch double buffer, padded smem",
+    pipeline="{stages} shared-memory buffers + 1 register stage: the next K-tile is loaded into "
+             "registers during this one's MMAs, stored to the other buffer, one barrier per K-step",
 )
 
 # ----------------------------------------------------------------------------- sm_80
@@ -219,6 +222,7 @@ SM80_GEMM = KernelSpec(
     sass_required=((r"\bLDGSTS\b", "LDGSTS"), (r"\bLDSM\b", "LDSM"), (r"\bHMMA\.16816", "HMMA.16816")),
     sass_forbidden=((r"\b(LDL|STL)\b", "LDL/STL (local memory)"),),
     description="cp.async multistage ring, ldmatrix + mma.sync m16n8k16, XOR-swizzled smem",
+    pipeline="{stages}-stage cp.async ring: {ahead} K-tiles in flight while one is computed",
 )
 
 # ----------------------------------------------------------------------------- sm_90a
@@ -306,6 +310,8 @@ SM90_GEMM = KernelSpec(
     description="TMA + mbarrier ring, warp-specialized producer/consumers, wgmma, persistent",
     thread_layout=_sm90_threads, launch_registers=_sm90_launch_registers, persistent=True,
     cluster_sizes=(1, 2), split_k=True,
+    pipeline="{stages}-stage TMA ring with full/empty mbarriers: the producer warpgroup runs up "
+             "to {stages} K-tiles ahead of the two consumer warpgroups, across tiles",
     tma_boxes=lambda c, out_size: ((c.block_m, c.block_k), (c.block_k, TMA_SWIZZLE_COLS),
                                    (c.warp_m, cuda.TMA_SWIZZLE_BYTES // out_size)),
 )

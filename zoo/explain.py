@@ -1,0 +1,58 @@
+"""`zoo explain`: why a kernel's configs run the way they do on an arch, from the compiled
+cubin (registers, shared memory) and the arch table (limits, datasheet rates), not from
+hand-typed numbers: occupancy and its limiter, waves for a problem, the block tile's
+arithmetic intensity against the arch's ridge point, and the pipeline depth."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import configs as cfgs
+from . import cuda, sass
+from .arch import ArchLimits
+from .registry import KernelSpec, Problem
+
+ELEMENT_BYTES = 2  # fp16 / bf16 operands
+
+
+@dataclass(frozen=True)
+class Explanation:
+    kernel: str
+    config: str
+    arch: str
+    function: str
+    registers: int
+    smem_bytes: int                # dynamic + static, per block
+    threads: int
+    occupancy: sass.Occupancy
+    tiles: int
+    waves: float
+    tile_flop_per_byte: float      # one K-step: 2*BM*BN*BK FLOP over (BM+BN)*BK operand bytes
+    problem_flop_per_byte: float   # the whole GEMM with A, B read and C written once
+    ridge_flop_per_byte: float
+    pipeline: str
+
+
+def pipeline_depth(spec: KernelSpec, cfg: cfgs.TileConfig) -> str:
+    return spec.pipeline.format(stages=cfg.stages, ahead=cfg.stages - 1)
+
+
+def explain(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits, problem: Problem) -> Explanation:
+    cfgs.validate(cfg, spec, limits)
+    cubin = cuda.compile_cubin(spec.source, limits.arch, spec.defines(cfg), kernel=spec.name, config=cfg.name)
+    function = spec.entry[(problem.dtype, problem.out_dtype)]
+    res = sass.resources(cubin.image, function)
+    smem = spec.smem_bytes(cfg) + res.static_smem
+    occ = sass.occupancy(limits, cfg.threads, res.registers, smem)
+    tiles = cfg.tiles(problem.m, problem.n)
+    out_bytes = 4 if problem.out_dtype == "float32" else ELEMENT_BYTES
+    m, n, k = problem.m, problem.n, problem.k
+    return Explanation(
+        kernel=spec.name, config=cfg.name, arch=limits.arch, function=function, registers=res.registers,
+        smem_bytes=smem, threads=cfg.threads, occupancy=occ, tiles=tiles,
+        waves=occ.waves(tiles, limits.sm_count),
+        tile_flop_per_byte=2 * cfg.block_m * cfg.block_n * cfg.block_k
+        / ((cfg.block_m + cfg.block_n) * cfg.block_k * ELEMENT_BYTES),
+        problem_flop_per_byte=2 * m * n * k / ((m * k + k * n) * ELEMENT_BYTES + m * n * out_bytes),
+        ridge_flop_per_byte=limits.ridge_flop_per_byte,
+        pipeline=pipeline_depth(spec, cfg))
