@@ -82,36 +82,31 @@ def test_occupancy_follows_the_limits():
     assert sass.occupancy(replace(t4, max_regs_per_thread=255), 128, 300, 1024).blocks_per_sm == 0
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH (the host launchers are an nvcc-only part)")
-def test_host_launchers_build_as_a_shared_library_with_nvcc(tmp_path):
-    """The .cu's host part (outside NVRTC): extern "C" launchers using the error-check macro."""
-    so = tmp_path / "libzoo_sm75.so"
-    proc = subprocess.run(["nvcc", "-std=c++17", "-arch=sm_75", f"-I{cuda.KERNELS_DIR}", "-Xcompiler", "-fPIC",
-                           "-shared", str(registry.SM75_HGEMM.source), "-o", str(so)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    symbols = subprocess.run(["nm", "-D", str(so)], capture_output=True, text=True).stdout
-    assert " T zoo_hgemm_sm75\n" in symbols and " T zoo_hgemm_sm75_half\n" in symbols
+EXPORTABLE = [k for k in registry.KERNELS if k.exports]
 
 
-def test_sm90_kernel_sass_is_tma_wgmma_warp_specialized():
-    spec = registry.SM90_GEMM
-    cubin = cuda.compile_cubin(spec.source, "sm_90a", spec.defines(spec.config("128x256")))
-    f16_text = sass.function_sass(cubin.image, spec.entry[("float16", "float16")])
-    bf16_text = sass.function_sass(cubin.image, spec.entry[("bfloat16", "float32")])
-    assert "HGMMA.64x256x16.F32 " in f16_text and "HGMMA.64x256x16.F32.BF16 " in bf16_text
-    assert ".tnspB" in f16_text, "B is read N-major (transposed) from shared memory"
-    f16 = sass.opcode_counts(f16_text)
-    assert "UTMALDG.2D" in f16 and "UTMASTG.2D" in f16, "TMA loads and the TMA-store epilogue"
-    assert any(op.startswith("SYNCS.PHASECHK") for op in f16), "mbarrier parity waits"
-    assert any(op.startswith("USETMAXREG") for op in f16), "setmaxnreg between the warpgroup roles"
-    assert not any(op.startswith(("HMMA", "LDL", "STL")) for op in f16)
-    # setmaxnreg only balances if the block is launched at exactly the budget the kernel assumes.
-    res = sass.resources(cubin.image, spec.entry[("float16", "float16")])
-    assert res.registers == registry._sm90_launch_registers(spec.config("128x256")) == 168
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH (zoo export builds the host launchers with it)")
+@pytest.mark.parametrize("spec", EXPORTABLE, ids=lambda k: k.name)
+def test_export_builds_a_shared_library_with_the_launchers(spec, tmp_path):
+    """The .cu's host part (outside NVRTC): extern "C" launchers using the error-check macro,
+    built by nvcc for the kernel's first target (sm_75 for the T4 kernel)."""
+    from zoo import export
+    target = spec.offline_archs[0]
+    lim = arch.offline(target)
+    library = export.build_shared_library(spec, registry.pick_config(spec, lim, registry.Problem(4096, 4096, 4096)),
+                                          lim, tmp_path)
+    symbols = subprocess.run(["nm", "-D", str(library)], capture_output=True, text=True).stdout
+    for name in spec.exports.values():
+        assert f" T {name}\n" in symbols, name
 
 
-def test_sm90_cluster_config_multicasts():
-    spec = registry.SM90_GEMM
-    cubin = cuda.compile_cubin(spec.source, "sm_90a", spec.defines(spec.config("128x256c2")))
-    text = sass.function_sass(cubin.image, spec.entry[("float16", "float16")])
-    assert "UTMALDG.2D.MULTICAST" in text, "B boxes go to both CTAs of the cluster"
+def test_export_refuses_clearly(monkeypatch, tmp_path):
+    from zoo import ZooError, export
+    with pytest.raises(ZooError, match="sm90_gemm_tma_wgmma has no standalone host launcher yet"):
+        export.build_shared_library(registry.SM90_GEMM, registry.SM90_GEMM.configs[0], arch.offline("sm_90a"), tmp_path)
+    monkeypatch.setattr(export.shutil, "which", lambda _: None)
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path))
+    monkeypatch.delenv("CUDA_PATH", raising=False)
+    if not (export.Path("/usr/local/cuda/bin/nvcc")).is_file():
+        with pytest.raises(ZooError, match="nvcc not found: install the CUDA toolkit"):
+            export.nvcc_path()

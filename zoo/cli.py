@@ -1,4 +1,4 @@
-"""The `zoo` command: list, info, build, explain, run, bench, batched. Tables for people, --json for machines."""
+"""The `zoo` command: list, info, build, explain, export, run, bench, batched. Tables for people, --json for machines."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import datetime
 import json
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -221,6 +221,41 @@ def cmd_explain(args) -> int:
                                          "tile_flop_per_byte": e.tile_flop_per_byte,
                                          "problem_flop_per_byte": e.problem_flop_per_byte,
                                          "pipeline": e.pipeline} for e in found]})
+    return EXIT_OK
+
+
+# ----------------------------------------------------------------------------- export
+
+def cmd_export(args) -> int:
+    from pathlib import Path
+    from .export import build_shared_library
+    spec = registry.kernel(args.kernel)
+    device = None
+    if not args.arch and _gpu_available():
+        import torch
+        from .gemm import device_limits
+        device = device_limits(torch.cuda.current_device())
+    target = args.arch or (spec.compile_arch(device.cc) if device else spec.offline_archs[0])
+    key = "sm_90a" if target == "sm_90" else target
+    limits = arch.offline(target) if key in arch.OFFLINE_ARCHS else device
+    if limits is None:
+        err_console.print(f"zoo export: no limits known for {target}; known: {', '.join(arch.OFFLINE_ARCHS)}")
+        return EXIT_FAIL
+    limits = replace(limits, arch=target)
+    # The config --auto-arch would run at 4096^3 on that arch, unless one is named.
+    cfg = spec.config(args.config) if args.config else \
+        registry.pick_config(spec, limits, registry.Problem(4096, 4096, 4096))
+    with err_console.status(f"nvcc: {spec.name} / {cfg.name} for {target}"):
+        library = build_shared_library(spec, cfg, limits, Path(args.o))
+    show = err_console if args.json == "-" else console
+    show.print(f"built {library} ({spec.name} / {cfg.name}, {target})")
+    for (i, o), symbol in spec.exports.items():
+        ctype = {"float16": "half", "bfloat16": "__nv_bfloat16", "float32": "float"}
+        show.print(f"  int {symbol}(const {ctype[i]}* A, const {ctype[i]}* B, {ctype[o]}* C, int M, int N, int K, "
+                   "cudaStream_t stream)")
+    show.print("returns a cudaError_t code (0: launched); run it with examples/ctypes_gemm.py")
+    _write_json(args.json, {"library": str(library), "kernel": spec.name, "config": cfg.name, "arch": target,
+                            "exports": {f"{i}->{o}": sym for (i, o), sym in spec.exports.items()}})
     return EXIT_OK
 
 
@@ -628,6 +663,14 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--out-dtype", choices=("fp16", "fp32"), help="output dtype (fp16)")
     s.add_argument("--json", metavar="PATH")
     s.set_defaults(fn=cmd_explain)
+
+    s = sub.add_parser("export", help="build a kernel's .cu with nvcc into a shared library (extern \"C\", for ctypes)")
+    s.add_argument("--kernel", required=True, help="a registered kernel (zoo list)")
+    s.add_argument("--arch", help="target, e.g. sm_75 (default: this GPU's, else the kernel's first)")
+    s.add_argument("--config", help="tile config (default: the first that fits the arch)")
+    s.add_argument("-o", default="build", help="output folder (build/)")
+    s.add_argument("--json", metavar="PATH")
+    s.set_defaults(fn=cmd_export)
 
     s = sub.add_parser("run", help="select, compile, verify and benchmark against torch.mm")
     s.add_argument("--auto-arch", action="store_true",

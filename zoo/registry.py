@@ -8,7 +8,7 @@ it. `select(limits, problem)` picks the best eligible kernel and config.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -62,6 +62,9 @@ class KernelSpec:
     cluster_sizes: tuple[int, ...] = (1,)  # thread-block cluster sizes (along M) it supports
     split_k: bool = False                # can cut K into units reduced through a workspace
     pipeline: str = ""                   # how K-tiles are staged; {stages} and {ahead} filled per config
+    # Host launchers of an nvcc build (zoo export): (input dtype, output dtype) -> extern "C"
+    # int fn(const A*, const B*, C*, int M, int N, int K, cudaStream_t). Empty: none yet.
+    exports: dict[tuple[str, str], str] = field(default_factory=dict)
     # TMA boxes (rows, cols) of A, B and C for a config and C's element size: the kernel
     # reads A and B through tensor maps, and stores C through one when C's rows allow it.
     tma_boxes: Callable[[cfgs.TileConfig, int], tuple[tuple[int, int], ...]] | None = None
@@ -185,6 +188,7 @@ SM75_HGEMM = KernelSpec(
     description="FP16 WMMA m16n16k16, register-prefetch double buffer, padded smem",
     pipeline="{stages} shared-memory buffers + 1 register stage: the next K-tile is loaded into "
              "registers during this one's MMAs, stored to the other buffer, one barrier per K-step",
+    exports={("float16", "float32"): "zoo_hgemm_sm75", ("float16", "float16"): "zoo_hgemm_sm75_half"},
 )
 
 # ----------------------------------------------------------------------------- sm_80
@@ -223,6 +227,8 @@ SM80_GEMM = KernelSpec(
     sass_forbidden=((r"\b(LDL|STL)\b", "LDL/STL (local memory)"),),
     description="cp.async multistage ring, ldmatrix + mma.sync m16n8k16, XOR-swizzled smem",
     pipeline="{stages}-stage cp.async ring: {ahead} K-tiles in flight while one is computed",
+    exports={("float16", "float32"): "zoo_gemm_sm80", ("float16", "float16"): "zoo_gemm_sm80_half",
+             ("bfloat16", "float32"): "zoo_gemm_sm80_bf16", ("bfloat16", "bfloat16"): "zoo_gemm_sm80_bf16_bf16"},
 )
 
 # ----------------------------------------------------------------------------- sm_90a

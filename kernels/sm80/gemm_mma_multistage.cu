@@ -305,3 +305,44 @@ ZOO_SM80_ENTRY(zoo_gemm_sm80_f16_f16out, half, half)
 ZOO_SM80_ENTRY(zoo_gemm_sm80_f16_f32out, half, float)
 ZOO_SM80_ENTRY(zoo_gemm_sm80_bf16_bf16out, __nv_bfloat16, __nv_bfloat16)
 ZOO_SM80_ENTRY(zoo_gemm_sm80_bf16_f32out, __nv_bfloat16, float)
+
+#ifndef __CUDACC_RTC__
+// Host launchers for nvcc builds (zoo export: a shared library for ctypes); the zoo itself
+// launches the kernels above through the Driver API. Each returns a cudaError_t code, 0 on
+// success. A, B, C are row-major and packed (lda = K, ldb = N, ldc = N); cp.async copies 16
+// bytes, so K and N must be multiples of 8 and A, B 16-byte aligned (else cudaErrorInvalidValue).
+template <typename T, typename OutT, typename Kernel>
+static int zoo_launch_sm80(Kernel kernel, const T* A, const T* B, OutT* C, int M, int N, int K,
+                           cudaStream_t stream) {
+  if (M <= 0 || N <= 0 || K <= 0 || K % 8 || N % 8 || reinterpret_cast<uintptr_t>(A) % 16 ||
+      reinterpret_cast<uintptr_t>(B) % 16)
+    return static_cast<int>(cudaErrorInvalidValue);
+  static bool smem_set = false;  // once per kernel, not on every launch (current device)
+  if (!smem_set) {
+    ZOO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        zoo_sm80::SMEM_BYTES));
+    smem_set = true;
+  }
+  const int blocks = zoo::ceil_div(M, zoo_sm80::BM) * zoo::ceil_div(N, zoo_sm80::BN);
+  kernel<<<blocks, zoo_sm80::THREADS, zoo_sm80::SMEM_BYTES, stream>>>(A, B, C, M, N, K, K, N, N);
+  ZOO_CUDA_CHECK(cudaGetLastError());
+  return 0;
+}
+
+extern "C" int zoo_gemm_sm80(const half* A, const half* B, float* C, int M, int N, int K,
+                             cudaStream_t stream) {
+  return zoo_launch_sm80(zoo_gemm_sm80_f16_f32out, A, B, C, M, N, K, stream);
+}
+extern "C" int zoo_gemm_sm80_half(const half* A, const half* B, half* C, int M, int N, int K,
+                                  cudaStream_t stream) {
+  return zoo_launch_sm80(zoo_gemm_sm80_f16_f16out, A, B, C, M, N, K, stream);
+}
+extern "C" int zoo_gemm_sm80_bf16(const __nv_bfloat16* A, const __nv_bfloat16* B, float* C, int M,
+                                  int N, int K, cudaStream_t stream) {
+  return zoo_launch_sm80(zoo_gemm_sm80_bf16_f32out, A, B, C, M, N, K, stream);
+}
+extern "C" int zoo_gemm_sm80_bf16_bf16(const __nv_bfloat16* A, const __nv_bfloat16* B,
+                                       __nv_bfloat16* C, int M, int N, int K, cudaStream_t stream) {
+  return zoo_launch_sm80(zoo_gemm_sm80_bf16_bf16out, A, B, C, M, N, K, stream);
+}
+#endif

@@ -1,0 +1,54 @@
+"""`zoo export`: a kernel's own .cu built by nvcc into a shared library with extern "C" host
+launchers, for ctypes (examples/ctypes_gemm.py). The same source the zoo compiles with NVRTC:
+its host part is compiled only outside NVRTC (#ifndef __CUDACC_RTC__)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from . import configs as cfgs
+from .arch import ArchLimits
+from .cuda import KERNELS_DIR, ZooError
+from .registry import KernelSpec
+
+NVCC_HELP = ("nvcc not found: install the CUDA toolkit (https://developer.nvidia.com/cuda-downloads), "
+             "or `pip install nvidia-cuda-nvcc` and put its bin/ on PATH, or set CUDA_HOME")
+
+
+def nvcc_path() -> str:
+    found = shutil.which("nvcc")
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if not found and root and (Path(root) / "bin" / "nvcc").is_file():
+            found = str(Path(root) / "bin" / "nvcc")
+    if not found:
+        raise ZooError(NVCC_HELP)
+    return found
+
+
+def arch_flags(arch: str) -> list[str]:
+    """nvcc's target flags: sm_90a needs the -gencode form (HOPPER.md)."""
+    number = arch.removeprefix("sm_")
+    return [f"-gencode=arch=compute_{number},code=sm_{number}"]
+
+
+def build_shared_library(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits, out_dir: Path) -> Path:
+    """nvcc -shared of the kernel's .cu for `limits.arch` with the config's tile as -D
+    defines; returns the library's path. The launchers it exports are spec.exports."""
+    if not spec.exports:
+        raise ZooError(f"{spec.name} has no standalone host launcher yet (its launch needs TMA "
+                       "descriptors built on the host): call it through zoo.mm")
+    cfgs.validate(cfg, spec, limits)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    library = out_dir / f"lib{spec.name}_{cfg.name}_{limits.arch}.so"
+    command = [nvcc_path(), "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC", *arch_flags(limits.arch),
+               f"-I{KERNELS_DIR}", *(f"-D{k}={v}" for k, v in sorted(spec.defines(cfg).items())),
+               str(spec.source), "-o", str(library)]
+    proc = subprocess.run(command, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise ZooError(f"nvcc failed for {spec.name} / {cfg.name} ({limits.arch}):\n{proc.stderr.strip()}\n"
+                       f"command: {' '.join(command)}")
+    return library
