@@ -102,8 +102,9 @@ def test_export_builds_a_shared_library_with_the_launchers(spec, tmp_path):
 
 def test_export_refuses_clearly(monkeypatch, tmp_path):
     from zoo import ZooError, export
-    with pytest.raises(ZooError, match="sm90_gemm_tma_wgmma has no standalone host launcher yet"):
-        export.build_shared_library(registry.SM90_GEMM, registry.SM90_GEMM.configs[0], arch.offline("sm_90a"), tmp_path)
+    bare = replace(registry.SM80_GEMM, name="bare", exports={})
+    with pytest.raises(ZooError, match="bare has no standalone host launcher yet"):
+        export.build_shared_library(bare, bare.configs[0], arch.offline("sm_80"), tmp_path)
     monkeypatch.setattr(export.shutil, "which", lambda _: None)
     monkeypatch.setenv("CUDA_HOME", str(tmp_path))
     monkeypatch.delenv("CUDA_PATH", raising=False)

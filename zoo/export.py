@@ -4,6 +4,7 @@ its host part is compiled only outside NVRTC (#ifndef __CUDACC_RTC__)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -11,6 +12,7 @@ from pathlib import Path
 
 from . import configs as cfgs
 from .arch import ArchLimits
+from . import cuda
 from .cuda import KERNELS_DIR, ZooError
 from .registry import KernelSpec
 
@@ -43,10 +45,18 @@ def build_shared_library(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLim
     cfgs.validate(cfg, spec, limits)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    library = out_dir / f"lib{spec.name}_{cfg.name}_{limits.arch}.so"
     command = [nvcc_path(), "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC", *arch_flags(limits.arch),
                f"-I{KERNELS_DIR}", *(f"-D{k}={v}" for k, v in sorted(spec.defines(cfg).items())),
-               str(spec.source), "-o", str(library)]
+               str(spec.source)]
+    # Named by what it is built from (every zoo source it includes, the command): an existing
+    # library with the same inputs is reused.
+    digest = hashlib.sha256(repr(command).encode())
+    for path, text in sorted(cuda._included_sources(Path(spec.source).resolve()).items()):
+        digest.update(path.name.encode() + hashlib.sha256(text).digest())
+    library = out_dir / f"lib{spec.name}_{cfg.name}_{limits.arch}_{digest.hexdigest()[:12]}.so"
+    if library.is_file():
+        return library
+    command += ["-o", str(library)]
     proc = subprocess.run(command, capture_output=True, text=True)
     if proc.returncode != 0:
         raise ZooError(f"nvcc failed for {spec.name} / {cfg.name} ({limits.arch}):\n{proc.stderr.strip()}\n"

@@ -316,6 +316,8 @@ SM90_GEMM = KernelSpec(
     description="TMA + mbarrier ring, warp-specialized producer/consumers, wgmma, persistent",
     thread_layout=_sm90_threads, launch_registers=_sm90_launch_registers, persistent=True,
     cluster_sizes=(1, 2), split_k=True,
+    exports={("float16", "float32"): "zoo_gemm_sm90", ("float16", "float16"): "zoo_gemm_sm90_half",
+             ("bfloat16", "float32"): "zoo_gemm_sm90_bf16", ("bfloat16", "bfloat16"): "zoo_gemm_sm90_bf16_bf16"},
     pipeline="{stages}-stage TMA ring with full/empty mbarriers: the producer warpgroup runs up "
              "to {stages} K-tiles ahead of the two consumer warpgroups, across tiles",
     tma_boxes=lambda c, out_size: ((c.block_m, c.block_k), (c.block_k, TMA_SWIZZLE_COLS),

@@ -508,3 +508,96 @@ ZOO_SM90_ENTRY(zoo_gemm_sm90_f16_f16out, false, half)
 ZOO_SM90_ENTRY(zoo_gemm_sm90_f16_f32out, false, float)
 ZOO_SM90_ENTRY(zoo_gemm_sm90_bf16_bf16out, true, __nv_bfloat16)
 ZOO_SM90_ENTRY(zoo_gemm_sm90_bf16_f32out, true, float)
+
+#ifndef __CUDACC_RTC__
+// Host launchers for nvcc builds (zoo export: a shared library for ctypes); the zoo itself
+// launches the kernels above through the Driver API (zoo/cuda.py builds the same tensor maps).
+// Each returns a cudaError_t code, 0 on success. A, B, C row-major and packed; TMA needs
+// 16-byte rows, so K and N must be multiples of 8 (else cudaErrorInvalidValue). The launch is
+// persistent (one block per SM), without split-K; cluster configs are not exported.
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cstring>
+
+namespace zoo_sm90_host {
+
+static int encode(zoo_sm90::TensorMap* out, CUtensorMapDataType type, const void* base, int rows,
+                  int cols, int elem_bytes, int box_rows, int box_cols) {
+  static PFN_cuTensorMapEncodeTiled_v12000 encode_tiled = nullptr;
+  if (!encode_tiled) {
+    cudaDriverEntryPointQueryResult found;
+    ZOO_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled",
+                                                    reinterpret_cast<void**>(&encode_tiled), 12000,
+                                                    cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess) return static_cast<int>(cudaErrorNotSupported);
+  }
+  CUtensorMap map;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * elem_bytes};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows)};
+  const cuuint32_t unit[2] = {1, 1};
+  const CUresult rc = encode_tiled(&map, type, 2, const_cast<void*>(base), dims, strides, box, unit,
+                                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (rc != CUDA_SUCCESS) return static_cast<int>(cudaErrorInvalidValue);
+  static_assert(sizeof(CUtensorMap) == sizeof(zoo_sm90::TensorMap), "a tensor map is 128 bytes");
+  std::memcpy(out, &map, sizeof(map));
+  return 0;
+}
+
+template <typename T> constexpr CUtensorMapDataType tma_type();
+template <> constexpr CUtensorMapDataType tma_type<half>() { return CU_TENSOR_MAP_DATA_TYPE_FLOAT16; }
+template <> constexpr CUtensorMapDataType tma_type<__nv_bfloat16>() { return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; }
+template <> constexpr CUtensorMapDataType tma_type<float>() { return CU_TENSOR_MAP_DATA_TYPE_FLOAT32; }
+
+template <typename T, typename OutT, typename Kernel>
+static int launch(Kernel kernel, const T* A, const T* B, OutT* C, int M, int N, int K,
+                  cudaStream_t stream) {
+  using namespace zoo_sm90;
+  if (M <= 0 || N <= 0 || K <= 0 || K % 8 || N % 8 || reinterpret_cast<uintptr_t>(A) % 16 ||
+      reinterpret_cast<uintptr_t>(B) % 16)
+    return static_cast<int>(cudaErrorInvalidValue);
+  if (CLUSTER_M != 1) return static_cast<int>(cudaErrorNotSupported);
+  static bool smem_set = false;  // once per kernel, not on every launch (current device)
+  if (!smem_set) {
+    ZOO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
+    smem_set = true;
+  }
+  TensorMap map_a, map_b, map_c;
+  int rc = encode(&map_a, tma_type<T>(), A, M, K, sizeof(T), BM, BK);
+  if (!rc) rc = encode(&map_b, tma_type<T>(), B, K, N, sizeof(T), BK, BOX_COLS);
+  // C through TMA when its rows are 16-byte aligned, else direct stores (as zoo/gemm.py).
+  const int c_tma = reinterpret_cast<uintptr_t>(C) % 16 == 0 && (static_cast<long long>(N) * sizeof(OutT)) % 16 == 0;
+  std::memset(&map_c, 0, sizeof(map_c));
+  if (!rc && c_tma)
+    rc = encode(&map_c, tma_type<OutT>(), C, M, N, sizeof(OutT), WG_M, SWIZZLE_BYTES / static_cast<int>(sizeof(OutT)));
+  if (rc) return rc;
+  int device = 0, sms = 0;
+  ZOO_CUDA_CHECK(cudaGetDevice(&device));
+  ZOO_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int units = zoo::ceil_div(M, BM) * zoo::ceil_div(N, BN);
+  kernel<<<units < sms ? units : sms, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, c_tma, C, M, N,
+                                                                      K, N, 1, nullptr, nullptr);
+  ZOO_CUDA_CHECK(cudaGetLastError());
+  return 0;
+}
+
+}  // namespace zoo_sm90_host
+
+extern "C" int zoo_gemm_sm90(const half* A, const half* B, float* C, int M, int N, int K,
+                             cudaStream_t stream) {
+  return zoo_sm90_host::launch(zoo_gemm_sm90_f16_f32out, A, B, C, M, N, K, stream);
+}
+extern "C" int zoo_gemm_sm90_half(const half* A, const half* B, half* C, int M, int N, int K,
+                                  cudaStream_t stream) {
+  return zoo_sm90_host::launch(zoo_gemm_sm90_f16_f16out, A, B, C, M, N, K, stream);
+}
+extern "C" int zoo_gemm_sm90_bf16(const __nv_bfloat16* A, const __nv_bfloat16* B, float* C, int M,
+                                  int N, int K, cudaStream_t stream) {
+  return zoo_sm90_host::launch(zoo_gemm_sm90_bf16_f32out, A, B, C, M, N, K, stream);
+}
+extern "C" int zoo_gemm_sm90_bf16_bf16(const __nv_bfloat16* A, const __nv_bfloat16* B,
+                                       __nv_bfloat16* C, int M, int N, int K, cudaStream_t stream) {
+  return zoo_sm90_host::launch(zoo_gemm_sm90_bf16_bf16out, A, B, C, M, N, K, stream);
+}
+#endif
