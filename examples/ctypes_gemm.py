@@ -20,8 +20,9 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
-from zoo import arch, registry  # noqa: E402
-from zoo.export import build_shared_library  # noqa: E402
+from zoo import registry  # noqa: E402
+from zoo.gemm import device_limits  # noqa: E402
+from zoo.export import build_shared_library, default_config, target_limits  # noqa: E402
 
 DTYPES = {"fp16": torch.float16, "fp32": torch.float32}
 
@@ -32,12 +33,9 @@ def load(kernel: str, out_dir: Path):
     cc = torch.cuda.get_device_capability()
     if not spec.runs_on(cc):
         raise SystemExit(f"{spec.name} does not run on this GPU (CC {cc[0]}.{cc[1]}); it needs {spec.eligible_ccs()}")
-    target = spec.compile_arch(cc)
-    limits = arch.offline(target) if target in arch.OFFLINE_ARCHS or target == "sm_90" else arch.from_device()
-    from dataclasses import replace
-    limits = replace(limits, arch=target)
-    cfg = registry.pick_config(spec, limits, registry.Problem(4096, 4096, 4096))
-    print(f"nvcc: {spec.source.name} ({spec.name} / {cfg.name}) for {target} ...", flush=True)
+    limits = target_limits(spec, device=device_limits(torch.cuda.current_device()))
+    cfg = default_config(spec, limits)
+    print(f"nvcc: {spec.source.name} ({spec.name} / {cfg.name}) for {limits.arch} ...", flush=True)
     return spec, ctypes.CDLL(str(build_shared_library(spec, cfg, limits, out_dir)))
 
 

@@ -11,6 +11,16 @@ import zoo
 from zoo import registry
 
 spec = registry.kernel(sys.argv[1] if len(sys.argv) > 1 else "sm90_gemm_tma_wgmma")
+
+
+def check(a, b, c, what: str) -> None:
+    """Normwise error against a float64 product on the CPU (no cuBLAS in this process)."""
+    ref = a.cpu().double() @ b.cpu().double()
+    err = ((c.cpu().double() - ref).norm() / ref.norm()).item()
+    if not err < 1e-2:  # NaN fails too
+        sys.exit(f"{what}: relative error {err:.3g}")
+
+
 gen = torch.Generator(device="cuda").manual_seed(0)
 shapes = [(256, 512, 128), (129, 200, 77), (1, 8, 8),
           (77, 300, 1100), (128, 512, 4096)]  # the last two take the split-K path on an H100/H200
@@ -20,10 +30,7 @@ for cfg in spec.configs:
             a = torch.randn(m, k, device="cuda", dtype=getattr(torch, dtype), generator=gen)
             b = torch.randn(k, n, device="cuda", dtype=getattr(torch, dtype), generator=gen)
             c = zoo.mm(a, b, out_dtype=getattr(torch, out_dtype), kernel=spec.name, config=cfg.name)
-            ref = a.cpu().double() @ b.cpu().double()
-            err = ((c.cpu().double() - ref).norm() / ref.norm()).item()
-            if not err < 1e-2:  # NaN fails too
-                sys.exit(f"{cfg.name} {m}x{n}x{k} {dtype}->{out_dtype}: relative error {err:.3g}")
+            check(a, b, c, f"{cfg.name} {m}x{n}x{k} {dtype}->{out_dtype}")
     # The grouped entry point (zoo.bmm): one launch over every shape above, from a table of
     # problems in device memory.
     for dtype, out_dtype in spec.entry:
@@ -31,9 +38,6 @@ for cfg in spec.configs:
         b_list = [torch.randn(k, n, device="cuda", dtype=getattr(torch, dtype), generator=gen) for _, n, k in shapes]
         outs = zoo.bmm(a_list, b_list, out_dtype=getattr(torch, out_dtype), kernel=spec.name, config=cfg.name)
         for (m, n, k), a, b, c in zip(shapes, a_list, b_list, outs):
-            ref = a.cpu().double() @ b.cpu().double()
-            err = ((c.cpu().double() - ref).norm() / ref.norm()).item()
-            if not err < 1e-2:
-                sys.exit(f"grouped {cfg.name} {m}x{n}x{k} {dtype}->{out_dtype}: relative error {err:.3g}")
+            check(a, b, c, f"grouped {cfg.name} {m}x{n}x{k} {dtype}->{out_dtype}")
 print(f"{spec.name}: {len(spec.configs)} configs x {len(shapes)} shapes x {len(spec.entry)} dtype pairs verified, "
       "one GEMM per launch and grouped")

@@ -13,25 +13,24 @@ NORMWISE_BOUND = 1e-2   # ||C - ref|| / ||ref|| never above this, whatever torch
 FLOOR = {torch.float16: 1e-4, torch.float32: 1e-5}  # slack over 2x torch's own error
 
 
-def torch_mm(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
-    """torch.mm producing out_dtype: fp16 inputs with fp32 output use torch's out_dtype
-    overload (cuBLAS writes fp32 directly); older torch falls back to an fp32 product."""
+def _torch_product(op, a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
+    """op (torch.mm or torch.bmm) producing out_dtype: fp16 inputs with fp32 output use
+    torch's out_dtype overload (cuBLAS writes fp32 directly); older torch falls back to an
+    fp32 product."""
     if out_dtype == a.dtype:
-        return torch.mm(a, b)
+        return op(a, b)
     try:
-        return torch.mm(a, b, out_dtype=out_dtype)
+        return op(a, b, out_dtype=out_dtype)
     except (TypeError, RuntimeError):
-        return torch.mm(a.to(out_dtype), b.to(out_dtype))
+        return op(a.to(out_dtype), b.to(out_dtype))
+
+
+def torch_mm(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
+    return _torch_product(torch.mm, a, b, out_dtype)
 
 
 def torch_bmm(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
-    """torch.bmm producing out_dtype, as torch_mm."""
-    if out_dtype == a.dtype:
-        return torch.bmm(a, b)
-    try:
-        return torch.bmm(a, b, out_dtype=out_dtype)
-    except (TypeError, RuntimeError):
-        return torch.bmm(a.to(out_dtype), b.to(out_dtype))
+    return _torch_product(torch.bmm, a, b, out_dtype)
 
 
 def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

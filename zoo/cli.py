@@ -6,7 +6,7 @@ import argparse
 import datetime
 import json
 import sys
-from dataclasses import asdict, replace
+from dataclasses import asdict
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -228,23 +228,19 @@ def cmd_explain(args) -> int:
 
 def cmd_export(args) -> int:
     from pathlib import Path
-    from .export import build_shared_library
+    from .export import build_shared_library, default_config, target_limits
     spec = registry.kernel(args.kernel)
     device = None
     if not args.arch and _gpu_available():
         import torch
         from .gemm import device_limits
         device = device_limits(torch.cuda.current_device())
-    target = args.arch or (spec.compile_arch(device.cc) if device else spec.offline_archs[0])
-    key = "sm_90a" if target == "sm_90" else target
-    limits = arch.offline(target) if key in arch.OFFLINE_ARCHS else device
+    limits = target_limits(spec, args.arch, device)
     if limits is None:
-        err_console.print(f"zoo export: no limits known for {target}; known: {', '.join(arch.OFFLINE_ARCHS)}")
+        err_console.print(f"zoo export: no limits known for {args.arch}; known: {', '.join(arch.OFFLINE_ARCHS)}")
         return EXIT_FAIL
-    limits = replace(limits, arch=target)
-    # The config --auto-arch would run at 4096^3 on that arch, unless one is named.
-    cfg = spec.config(args.config) if args.config else \
-        registry.pick_config(spec, limits, registry.Problem(4096, 4096, 4096))
+    target = limits.arch
+    cfg = spec.config(args.config) if args.config else default_config(spec, limits)
     with err_console.status(f"nvcc: {spec.name} / {cfg.name} for {target}"):
         library = build_shared_library(spec, cfg, limits, Path(args.o))
     show = err_console if args.json == "-" else console
@@ -306,6 +302,15 @@ def _measure(candidates, problem, warmup: int, iters: int, seed: int, lim, progr
     return timings, checks, sets
 
 
+def _out_dtype_name(args, command: str) -> str | None:
+    """The output dtype's name (default: the input's); None after saying why it is refused."""
+    out_name = args.out_dtype or args.dtype
+    if out_name not in (args.dtype, "fp32"):
+        err_console.print(f"zoo {command}: --out-dtype must be {args.dtype} (the input dtype) or fp32, got {out_name}")
+        return None
+    return out_name
+
+
 def _timing_name(args) -> str:
     return "eager calls" if args.eager else "CUDA-graph replays"
 
@@ -322,9 +327,8 @@ def cmd_run(args) -> int:
     if min(args.m, args.n, args.k) < 1:
         err_console.print(f"zoo run: -m, -n and -k must be >= 1, got {args.m}, {args.n}, {args.k}")
         return EXIT_FAIL
-    out_name = args.out_dtype or args.dtype
-    if out_name not in (args.dtype, "fp32"):
-        err_console.print(f"zoo run: --out-dtype must be {args.dtype} (the input dtype) or fp32, got {out_name}")
+    out_name = _out_dtype_name(args, "run")
+    if out_name is None:
         return EXIT_FAIL
     idx = torch.cuda.current_device()
     lim = device_limits(idx)
@@ -410,9 +414,8 @@ def cmd_batched(args) -> int:
     if args.trace and not args.pipeline:
         err_console.print("zoo batched: --trace goes with --pipeline (it traces the pipeline's steps)")
         return EXIT_FAIL
-    out_name = args.out_dtype or args.dtype
-    if out_name not in (args.dtype, "fp32"):
-        err_console.print(f"zoo batched: --out-dtype must be {args.dtype} (the input dtype) or fp32, got {out_name}")
+    out_name = _out_dtype_name(args, "batched")
+    if out_name is None:
         return EXIT_FAIL
     dtype, out_dtype = getattr(torch, DTYPES[args.dtype]), getattr(torch, DTYPES[out_name])
     lim = device_limits(torch.cuda.current_device())
@@ -570,9 +573,8 @@ def cmd_bench(args) -> int:
     import torch
     from .gemm import compiled, device_limits
 
-    out_name = args.out_dtype or args.dtype
-    if out_name not in (args.dtype, "fp32"):
-        err_console.print(f"zoo bench: --out-dtype must be {args.dtype} (the input dtype) or fp32, got {out_name}")
+    out_name = _out_dtype_name(args, "bench")
+    if out_name is None:
         return EXIT_FAIL
     suites = list(SUITES) if args.suite == "all" else [args.suite]
     groups = {"shapes": _parse_shapes(args.shapes)} if args.shapes else {s: SUITES[s] for s in suites}
@@ -629,6 +631,21 @@ def cmd_bench(args) -> int:
 
 # ----------------------------------------------------------------------------- main
 
+def _dtype_options(s) -> None:
+    s.add_argument("--dtype", choices=("fp16", "bf16"), default="fp16", help="input dtype (fp16)")
+    s.add_argument("--out-dtype", choices=tuple(DTYPES), help="output dtype: the input dtype (default) or fp32")
+
+
+def _timing_options(s, iters: int, eager: bool = True) -> None:
+    s.add_argument("--warmup", type=int, default=10)
+    s.add_argument("--iters", type=int, default=iters)
+    s.add_argument("--seed", type=int, default=0)
+    if eager:
+        s.add_argument("--eager", action="store_true",
+                       help="time the Python calls (host launch overhead included) instead of CUDA-graph replays")
+    s.add_argument("--json", metavar="PATH")
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="zoo", description="A multi-architecture GEMM kernel zoo with dispatch.")
     p.add_argument("--version", action="version", version=f"zoo {__version__}")
@@ -678,34 +695,22 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("-m", type=int, default=4096)
     s.add_argument("-n", type=int, default=4096)
     s.add_argument("-k", type=int, default=4096)
-    s.add_argument("--dtype", choices=("fp16", "bf16"), default="fp16", help="input dtype (fp16)")
-    s.add_argument("--out-dtype", choices=tuple(DTYPES), help="output dtype: the input dtype (default) or fp32")
+    _dtype_options(s)
     s.add_argument("--kernel", help="run this kernel instead of the automatic choice")
     s.add_argument("--all-kernels", action="store_true",
                    help="every kernel eligible on this GPU, side by side with torch.mm in one table")
     s.add_argument("--config", help="run this config instead of the automatic choice")
-    s.add_argument("--warmup", type=int, default=10)
-    s.add_argument("--iters", type=int, default=100)
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--eager", action="store_true",
-                   help="time the Python calls (host launch overhead included) instead of CUDA-graph replays")
-    s.add_argument("--json", metavar="PATH")
+    _timing_options(s, iters=100)
     s.set_defaults(fn=cmd_run)
 
     s = sub.add_parser("bench", help="a suite of shapes, each verified and timed against torch.mm")
     s.add_argument("--suite", choices=(*SUITES, "all"), default="all",
                    help="square: 4096^3 and 8192^3; llm: M in 128..16384 x LLM projections; all (default)")
     s.add_argument("--shapes", help="comma-separated MxNxK list instead of a suite, e.g. 4096x4096x4096,128x11008x4096")
-    s.add_argument("--dtype", choices=("fp16", "bf16"), default="fp16", help="input dtype (fp16)")
-    s.add_argument("--out-dtype", choices=tuple(DTYPES), help="output dtype: the input dtype (default) or fp32")
+    _dtype_options(s)
     s.add_argument("--kernel", help="this kernel instead of the automatic choice per shape")
     s.add_argument("--config", help="this config instead of the automatic choice per shape")
-    s.add_argument("--warmup", type=int, default=10)
-    s.add_argument("--iters", type=int, default=50)
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--eager", action="store_true",
-                   help="time the Python calls (host launch overhead included) instead of CUDA-graph replays")
-    s.add_argument("--json", metavar="PATH")
+    _timing_options(s, iters=50)
     s.set_defaults(fn=cmd_bench)
 
     s = sub.add_parser("batched", help="many small GEMMs: zoo.bmm's modes vs torch.bmm, or the stream pipeline")
@@ -713,8 +718,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("-m", type=int, default=768)
     s.add_argument("-n", type=int, default=768)
     s.add_argument("-k", type=int, default=1024)
-    s.add_argument("--dtype", choices=("fp16", "bf16"), default="fp16")
-    s.add_argument("--out-dtype", choices=tuple(DTYPES), help="output dtype: the input dtype (default) or fp32")
+    _dtype_options(s)
     s.add_argument("--mode", choices=("all", "streams", "batched", "grouped"), default="all")
     s.add_argument("--streams", type=int, help="streams for the streams mode (default: one per GEMM)")
     s.add_argument("--kernel", help="this kernel instead of the automatic choice")
@@ -723,10 +727,7 @@ def parser() -> argparse.ArgumentParser:
                    help="pinned host memory in and out: copy-in, GEMM and copy-out on three streams")
     s.add_argument("--repeats", type=int, default=5, help="pipeline runs to take the median of (5)")
     s.add_argument("--trace", metavar="PATH", help="with --pipeline: write a Chrome trace (JSON) of the steps")
-    s.add_argument("--warmup", type=int, default=10)
-    s.add_argument("--iters", type=int, default=50)
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--json", metavar="PATH")
+    _timing_options(s, iters=50, eager=False)
     s.set_defaults(fn=cmd_batched)
     return p
 

@@ -10,7 +10,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from dataclasses import replace
+
+from . import arch as arches
 from . import configs as cfgs
+from . import registry
 from .arch import ArchLimits
 from . import cuda
 from .cuda import KERNELS_DIR, ZooError
@@ -34,6 +38,22 @@ def arch_flags(arch: str) -> list[str]:
     """nvcc's target flags: sm_90a needs the -gencode form (HOPPER.md)."""
     number = arch.removeprefix("sm_")
     return [f"-gencode=arch=compute_{number},code=sm_{number}"]
+
+
+def target_limits(spec: KernelSpec, target: str | None = None,
+                  device: ArchLimits | None = None) -> ArchLimits | None:
+    """The limits to build `spec` for: `target` (e.g. "sm_75"), else the GPU's own arch when
+    `device` describes one, else the kernel's first offline target. The arch table answers
+    for the targets it knows, the device for others; None when neither can."""
+    target = target or (spec.compile_arch(device.cc) if device else spec.offline_archs[0])
+    known = ("sm_90a" if target == "sm_90" else target) in arches.OFFLINE_ARCHS
+    limits = arches.offline(target) if known else device
+    return replace(limits, arch=target) if limits else None
+
+
+def default_config(spec: KernelSpec, limits: ArchLimits) -> cfgs.TileConfig:
+    """The config --auto-arch would run at 4096^3 on that arch."""
+    return registry.pick_config(spec, limits, registry.Problem(4096, 4096, 4096))
 
 
 def build_shared_library(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits, out_dir: Path) -> Path:

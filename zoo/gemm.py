@@ -172,6 +172,14 @@ def tma_maps(spec: KernelSpec, cfg: TileConfig, a: torch.Tensor, b: torch.Tensor
     return a_map, b_map, c_map, c_tma
 
 
+def _resident_clusters(spec: KernelSpec, cfg: TileConfig, fn: cuda.Function, device_index: int) -> int:
+    """Clusters of cfg.cluster_m blocks the GPU holds at once (persistent kernels); 0 for the
+    others, whose grid is one block per tile."""
+    if not spec.persistent:
+        return 0
+    return fn.resident_clusters(cfg.threads, cfg.cluster_m, device_limits(device_index).sm_count)
+
+
 def launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor,
            b: torch.Tensor, c: torch.Tensor, k: int, lda: int, ldb: int) -> None:
     """The launch path shared by every GEMM kernel: C(M,N) = A(M,K) @ B(K,N). The sizes come
@@ -180,8 +188,7 @@ def launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor
     with torch.cuda.device(device_index):  # compiling loads a module: in the right context
         fn = compiled(spec, cfg, _dtype_name(a.dtype), _dtype_name(c.dtype), device_index)
         cuda.ensure_context(device_index)
-        resident = fn.resident_clusters(cfg.threads, cfg.cluster_m, device_limits(device_index).sm_count) \
-            if spec.persistent else 0
+        resident = _resident_clusters(spec, cfg, fn, device_index)
         splits = registry.split_k(spec, cfg, m, n, k, resident)
         grid = spec.grid(cfg, m, n, resident, splits)
         if grid[0] > INT32_MAX:
@@ -250,11 +257,8 @@ def launch_grouped(spec: KernelSpec, cfg: TileConfig, device_index: int, table: 
         stream = torch.cuda.current_stream(device_index).cuda_stream
         args = [(table.data_ptr(), cuda.POINTER), (count, cuda.INT32)]
         if spec.persistent:
-            resident = fn.resident_clusters(cfg.threads, cfg.cluster_m, device_limits(device_index).sm_count)
-            grid = (min(units, resident) * cfg.cluster_m, 1, 1)
             args.append((units, cuda.INT32))
-        else:
-            grid = (units, 1, 1)
+        grid = spec.grid_for_units(cfg, units, _resident_clusters(spec, cfg, fn, device_index))
         if grid[0] > INT32_MAX:
             raise ZooError(f"a grouped launch of {units} blocks exceeds the grid limit {INT32_MAX}")
         fn.launch(grid, (cfg.threads, 1, 1), args, stream, cluster=cfg.cluster_m)

@@ -108,9 +108,13 @@ class KernelSpec:
              splits: int = 1) -> tuple[int, int, int]:
         """One block per tile; a persistent kernel gets at most as many clusters as can be
         resident at once, each walking units (stacks of cluster_m tiles, x splits of K)."""
-        if not self.persistent:
-            return (c.tiles(m, n), 1, 1)
-        return (min(stacks(c, m, n) * splits, resident_clusters) * c.cluster_m, 1, 1)
+        units = stacks(c, m, n) * splits if self.persistent else c.tiles(m, n)
+        return self.grid_for_units(c, units, resident_clusters)
+
+    def grid_for_units(self, c: cfgs.TileConfig, units: int, resident_clusters: int) -> tuple[int, int, int]:
+        """The grid for `units` of work: a block each, or for a persistent kernel as many
+        clusters as are resident at once (each walks units until none are left)."""
+        return ((min(units, resident_clusters) * c.cluster_m) if self.persistent else units, 1, 1)
 
 
 def stacks(c: cfgs.TileConfig, m: int, n: int) -> int:
