@@ -20,6 +20,20 @@
       return static_cast<int>(zoo_err_);                                                  \
     }                                                                                     \
   } while (0)
+
+namespace zoo {
+// The host launchers' one-time setup: a kernel's dynamic shared-memory limit is raised the
+// first time it is launched, not on every launch (per process; the current device).
+inline int raise_smem_limit_once(const void* kernel, int bytes) {
+  static const void* done[64];
+  static int count = 0;
+  for (int i = 0; i < count; ++i)
+    if (done[i] == kernel) return 0;
+  ZOO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  if (count < 64) done[count++] = kernel;
+  return 0;
+}
+}  // namespace zoo
 #else
 typedef unsigned long long uintptr_t;
 #endif

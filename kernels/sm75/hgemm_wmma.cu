@@ -270,12 +270,8 @@ template <typename OutT, typename Kernel>
 static int zoo_launch_sm75(Kernel kernel, const half* A, const half* B, OutT* C, int M, int N,
                            int K, cudaStream_t stream) {
   if (M <= 0 || N <= 0 || K <= 0) return static_cast<int>(cudaErrorInvalidValue);
-  static bool smem_set = false;  // once per kernel, not on every launch (current device)
-  if (!smem_set) {
-    ZOO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        zoo_sm75::SMEM_BYTES));
-    smem_set = true;
-  }
+  const int smem_rc = zoo::raise_smem_limit_once(reinterpret_cast<const void*>(kernel), zoo_sm75::SMEM_BYTES);
+  if (smem_rc) return smem_rc;
   const int blocks = zoo::ceil_div(M, zoo_sm75::BM) * zoo::ceil_div(N, zoo_sm75::BN);
   kernel<<<blocks, zoo_sm75::THREADS, zoo_sm75::SMEM_BYTES, stream>>>(A, B, C, M, N, K, K, N, N);
   ZOO_CUDA_CHECK(cudaGetLastError());

@@ -317,12 +317,8 @@ static int zoo_launch_sm80(Kernel kernel, const T* A, const T* B, OutT* C, int M
   if (M <= 0 || N <= 0 || K <= 0 || K % 8 || N % 8 || reinterpret_cast<uintptr_t>(A) % 16 ||
       reinterpret_cast<uintptr_t>(B) % 16)
     return static_cast<int>(cudaErrorInvalidValue);
-  static bool smem_set = false;  // once per kernel, not on every launch (current device)
-  if (!smem_set) {
-    ZOO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        zoo_sm80::SMEM_BYTES));
-    smem_set = true;
-  }
+  const int smem_rc = zoo::raise_smem_limit_once(reinterpret_cast<const void*>(kernel), zoo_sm80::SMEM_BYTES);
+  if (smem_rc) return smem_rc;
   const int blocks = zoo::ceil_div(M, zoo_sm80::BM) * zoo::ceil_div(N, zoo_sm80::BN);
   kernel<<<blocks, zoo_sm80::THREADS, zoo_sm80::SMEM_BYTES, stream>>>(A, B, C, M, N, K, K, N, N);
   ZOO_CUDA_CHECK(cudaGetLastError());

@@ -558,11 +558,8 @@ static int launch(Kernel kernel, const T* A, const T* B, OutT* C, int M, int N, 
       reinterpret_cast<uintptr_t>(B) % 16)
     return static_cast<int>(cudaErrorInvalidValue);
   if (CLUSTER_M != 1) return static_cast<int>(cudaErrorNotSupported);
-  static bool smem_set = false;  // once per kernel, not on every launch (current device)
-  if (!smem_set) {
-    ZOO_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, SMEM_BYTES));
-    smem_set = true;
-  }
+  const int smem_rc = zoo::raise_smem_limit_once(reinterpret_cast<const void*>(kernel), SMEM_BYTES);
+  if (smem_rc) return smem_rc;
   TensorMap map_a, map_b, map_c;
   int rc = encode(&map_a, tma_type<T>(), A, M, K, sizeof(T), BM, BK);
   if (!rc) rc = encode(&map_b, tma_type<T>(), B, K, N, sizeof(T), BK, BOX_COLS);
