@@ -111,3 +111,27 @@ def test_export_refuses_clearly(monkeypatch, tmp_path):
     if not (export.Path("/usr/local/cuda/bin/nvcc")).is_file():
         with pytest.raises(ZooError, match="nvcc not found: install the CUDA toolkit"):
             export.nvcc_path()
+
+
+@pytest.mark.parametrize("target", registry.SM75_SGEMM.offline_archs)
+def test_simt_sgemm_sass_is_ffma_bound_with_wide_shared_loads(target):
+    """The FP32 SIMT kernel: no tensor cores, LDS.128 fragment reads, LDG.128 tile loads, and
+    FFMA the bulk of the main loop (64 per 4 LDS.128 per k)."""
+    spec = registry.SM75_SGEMM
+    cubin = cuda.compile_cubin(spec.source, target, spec.defines(spec.config("128x128")))
+    ops = sass.opcode_counts(sass.function_sass(cubin.image, spec.entry[("float32", "float32")]))
+    lds128 = sum(v for op, v in ops.items() if op.startswith("LDS") and op.endswith(".128"))
+    assert not any(op.startswith(("HMMA", "HGMMA", "LDL", "STL")) for op in ops)
+    assert any(op.startswith("LDG.E.128") for op in ops)
+    assert ops["FFMA"] == 8 * 8 * 8 and lds128 == 4 * 8, "BK=8 steps of 64 FFMA and 4 LDS.128"
+    assert ops["FFMA"] > 0.2 * sum(ops.values())
+
+
+def test_tf32_kernel_sass_is_tf32_wgmma_with_register_fragments():
+    spec = registry.SM90_TF32
+    cubin = cuda.compile_cubin(spec.source, "sm_90a", spec.defines(spec.config("256x128")))
+    text = sass.function_sass(cubin.image, spec.entry[("float32", "float32")])
+    ops = sass.opcode_counts(text)
+    assert text.count("HGMMA.64x256x8.F32.TF32 ") == 4, "four k8 wgmmas per 32-deep K-tile"
+    assert "UTMALDG.2D" in ops and "UTMASTG.2D" in ops
+    assert not any(op.startswith(("HMMA", "LDL", "STL")) for op in ops)

@@ -35,7 +35,8 @@ def test_gpu_commands_exit_2_with_a_message(command):
 
 
 def test_build_check_reports_per_config(tmp_path):
-    rc, out, err = run("build", "--arch", "sm_75", "--check", "--config", "64x64", "--json", "-")
+    rc, out, err = run("build", "--arch", "sm_75", "--check", "--kernel", "sm75_hgemm_wmma", "--config", "64x64",
+                       "--json", "-")
     assert rc == 0, err
     data = json.loads(out)
     assert data["arch"] == "sm_75" and data["failures"] == 0

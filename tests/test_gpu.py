@@ -48,9 +48,10 @@ def check(a, b, out_dtype, **kw):
 @pytest.mark.parametrize("spec, cfg, dtype, out_dtype", CASES, ids=CASE_IDS)
 def test_every_config_every_shape(spec, cfg, dtype, out_dtype):
     gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(f"{spec.name}{cfg.name}{dtype}{out_dtype}".encode()))
-    for m, n, k in SHAPES:
-        check(rand(m, k, gen=gen, dtype=dtype), rand(k, n, gen=gen, dtype=dtype), out_dtype,
-              kernel=spec.name, config=cfg.name)
+    with bench.tf32_matmul(spec.tf32):  # the TF32 kernel against torch.mm in TF32
+        for m, n, k in SHAPES:
+            check(rand(m, k, gen=gen, dtype=dtype), rand(k, n, gen=gen, dtype=dtype), out_dtype,
+                  kernel=spec.name, config=cfg.name)
 
 
 KERNELS = list({c[0].name: c[0] for c in CASES if c[0]}.values()) or [None]
@@ -67,7 +68,8 @@ def test_strided_and_offset_inputs_every_kernel(spec):
                  (base_a[::2, :136], base_b[:136, ::2])]
         for a, b in views:
             for od in (dtype, torch.float32):
-                check(a, b, od, kernel=spec.name)
+                with bench.tf32_matmul(spec.tf32):
+                    check(a, b, od, kernel=spec.name)
 
 
 @pytest.mark.parametrize("out_dtype", OUT, ids=["fp16out", "fp32out"])
@@ -306,3 +308,26 @@ def test_ctypes_example_on_small_and_ragged_shapes(spec, tmp_path):
             result = example.main(["--kernel", spec.name, "-m", str(m), "-n", str(n), "-k", str(k),
                                    "--out-dtype", out, "-o", str(tmp_path)])
             assert result["error"] < 1e-2 and result["pct_of_torch"] > 0
+
+
+def test_fp32_inputs_follow_torchs_tf32_setting():
+    """fp32 inputs: full precision (SIMT, ~1e-7 relative) unless TF32 is allowed, by argument
+    or by torch's own flag; where a TF32 kernel exists (CC 9.0) the error then grows to TF32's
+    ~1e-4, still within 2x torch.mm's own TF32 error."""
+    gen = torch.Generator(device="cuda").manual_seed(32)
+    a, b = rand(1000, 1500, gen=gen, dtype=torch.float32), rand(1500, 700, gen=gen, dtype=torch.float32)
+    ref = bench.reference(a, b)
+    with bench.tf32_matmul(False):
+        exact = bench.relative_error(zoo.mm(a, b), ref)
+        assert exact < 1e-5
+        tf32 = bench.relative_error(zoo.mm(a, b, allow_tf32=True), ref)
+        torch_tf32 = bench.relative_error(torch.mm(a, b), ref)  # the flag is off: full precision
+    with bench.tf32_matmul(True):
+        by_flag = bench.relative_error(zoo.mm(a, b), ref)
+        torch_tf32 = bench.relative_error(torch.mm(a, b), ref)
+        assert bench.relative_error(zoo.mm(a, b, allow_tf32=False), ref) < 1e-5
+    lim = gemm.device_limits(torch.cuda.current_device())
+    if lim.cc == (9, 0):
+        assert 1e-5 < tf32 <= 2 * torch_tf32 + 1e-5 and by_flag == tf32
+    else:
+        assert tf32 < 1e-5 and by_flag < 1e-5  # no TF32 kernel here: the SIMT one computes it

@@ -13,7 +13,7 @@ H = torch.float16
     (torch.ones(2, 3, dtype=H), torch.ones(3, dtype=H), {}, "b must be 2-D, got 1-D"),
     (torch.ones(2, 3, dtype=H), torch.ones(4, 5, dtype=H), {}, r"a's K=3 must equal b's K=4"),
     (torch.ones(2, 3, dtype=H), torch.ones(3, 5), {}, "must share a dtype"),
-    (torch.ones(2, 3, dtype=torch.float64), torch.ones(3, 5, dtype=torch.float64), {}, "float64 is not supported: the zoo's kernels take torch.float16 or torch.bfloat16"),
+    (torch.ones(2, 3, dtype=torch.float64), torch.ones(3, 5, dtype=torch.float64), {}, "float64 is not supported: the zoo.s kernels take torch.float16, torch.bfloat16 or torch.float32"),
     (torch.ones(2, 3, dtype=H), torch.ones(3, 5, dtype=H), {}, "must be CUDA tensors, got device cpu"),
 ])
 def test_bad_inputs_raise_clear_errors(a, b, kwargs, message):

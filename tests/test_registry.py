@@ -144,3 +144,23 @@ def test_split_k_only_under_one_wave_and_never_an_empty_slice():
         k_tiles = -(-k // 64)
         per = -(-k_tiles // splits)
         assert (splits - 1) * per < k_tiles and splits <= registry.MAX_SPLITS
+
+
+@pytest.mark.parametrize("cc, tf32, expected", [
+    ((7, 5), False, "sm75_sgemm_simt"), ((7, 5), True, "sm75_sgemm_simt"),
+    ((8, 0), True, "sm75_sgemm_simt"), ((12, 0), True, "sm75_sgemm_simt"),
+    # TF32 tensor cores only where the problem allows rounding (torch's allow_tf32)
+    ((9, 0), False, "sm75_sgemm_simt"), ((9, 0), True, "sm90_gemm_tf32"),
+])
+def test_fp32_goes_to_simt_unless_tf32_is_allowed(cc, tf32, expected):
+    spec, cfg = registry.select(limits_for(cc), Problem(4096, 4096, 4096, "float32", "float32", tf32))
+    assert spec.name == expected and cfg in spec.configs
+
+
+def test_the_tf32_kernel_must_be_allowed_to_round():
+    with pytest.raises(ZooError, match="sm90_gemm_tf32 rounds fp32 inputs to TF32; allow it"):
+        registry.select(H100, Problem(64, 64, 64, "float32", "float32"), kernel_name="sm90_gemm_tf32")
+    with pytest.raises(ZooError, match="no kernel for float32 -> float16"):
+        registry.select(H100, Problem(64, 64, 64, "float32", "float16", True))
+    # fp16 problems never reach the fp32 kernels
+    assert registry.select(H100, Problem(64, 64, 64, tf32=True))[0].name == "sm90_gemm_tma_wgmma"

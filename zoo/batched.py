@@ -74,8 +74,9 @@ def _plan(a_list, b_list, outs, out_dtype, kernel, config, zeros) -> _Plan:
     device_index = dev.index if dev.index is not None else torch.cuda.current_device()
     limits = gemm.device_limits(device_index)
     dtype = a_list[0].dtype
+    tf32 = gemm.tf32_allowed(dtype, None)  # as torch.bmm: torch's matmul setting
     shapes = tuple(registry.Problem(a.shape[0], b.shape[1], a.shape[1], gemm._dtype_name(dtype),
-                                    gemm._dtype_name(out_dtype)) for a, b in zip(a_list, b_list))
+                                    gemm._dtype_name(out_dtype), tf32) for a, b in zip(a_list, b_list))
     spec, cfg = gemm._select(limits, shapes[0], kernel_name=kernel, config_name=config, group=shapes)
     problems, copies = [], []
     for a, b, c in zip(a_list, b_list, outs):

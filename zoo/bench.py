@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 from dataclasses import dataclass
@@ -11,6 +12,10 @@ import torch
 
 NORMWISE_BOUND = 1e-2   # ||C - ref|| / ||ref|| never above this, whatever torch does
 FLOOR = {torch.float16: 1e-4, torch.float32: 1e-5}  # slack over 2x torch's own error
+# fp32 inputs rounded to TF32 (10-bit mantissa): one product may be off by 2^-11 per rounded
+# input and 2^-10 per truncated one (wgmma reads shared-memory operands truncated), and
+# torch.mm does not use TF32 for every shape (a 1x1x1 product is exact there).
+TF32_FLOOR = 2.0**-9
 
 
 def _torch_product(op, a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
@@ -23,6 +28,18 @@ def _torch_product(op, a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype)
         return op(a, b, out_dtype=out_dtype)
     except (TypeError, RuntimeError):
         return op(a.to(out_dtype), b.to(out_dtype))
+
+
+@contextlib.contextmanager
+def tf32_matmul(enabled: bool):
+    """torch's TF32 setting for fp32 matmuls (torch.backends.cuda.matmul.allow_tf32) for the
+    block, restored after: the reference and zoo.mm (allow_tf32=None) then agree on it."""
+    before = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = enabled
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = before
 
 
 def torch_mm(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
@@ -58,13 +75,17 @@ class Check:
         return f"{verdict}: error {self.error:.2e} vs torch.mm {self.torch_error:.2e} (bound {self.bound:.2e})"
 
 
-def verify(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> Check:
+def verify(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, tf32: bool | None = None) -> Check:
     """Pass when the error is within 2x torch.mm's own error (plus a small floor) and under
-    the normwise bound; a NaN/Inf anywhere fails."""
+    the normwise bound; a NaN/Inf anywhere fails. tf32: whether fp32 inputs may have been
+    rounded to TF32 (None: torch's matmul setting, which torch.mm here follows too)."""
     ref = reference(a, b)
     err = relative_error(out, ref)
     err_torch = relative_error(torch_mm(a, b, out.dtype), ref)
-    bound = min(2 * err_torch + FLOOR.get(out.dtype, 1e-4), NORMWISE_BOUND)
+    if tf32 is None:
+        tf32 = torch.backends.cuda.matmul.allow_tf32
+    floor = TF32_FLOOR if tf32 and a.dtype == torch.float32 else FLOOR.get(out.dtype, 1e-4)
+    bound = min(2 * err_torch + floor, NORMWISE_BOUND)
     return Check(err <= bound, err, err_torch, bound)
 
 

@@ -172,10 +172,12 @@ def cmd_explain(args) -> int:
         err_console.print(f"zoo explain: {spec.name} builds for {', '.join(spec.offline_archs)}, not {target}")
         return EXIT_FAIL
     limits = arch.offline(target)
-    out_name = args.out_dtype or "fp16"
-    problem = registry.Problem(args.m, args.n, args.k, "float16", DTYPES[out_name])
+    in_dtype, first_out = next(iter(spec.entry))  # explained for the kernel's first input dtype
+    in_name = SHORT_NAMES[in_dtype]
+    out_name = args.out_dtype or SHORT_NAMES[first_out]
+    problem = registry.Problem(args.m, args.n, args.k, in_dtype, DTYPES[out_name], tf32=spec.tf32)
     if not spec.supports(problem):
-        err_console.print(f"zoo explain: {spec.name} does not compute fp16 -> {out_name}")
+        err_console.print(f"zoo explain: {spec.name} does not compute {in_name} -> {out_name}")
         return EXIT_FAIL
     cfgs_ = [spec.config(args.config)] if args.config else \
         [c for c in spec.configs if not configs.problems(c, spec, limits)]
@@ -184,7 +186,7 @@ def cmd_explain(args) -> int:
     chosen = registry.pick_config(spec, limits, problem)
     title = (f"zoo explain {spec.name} on {target} ({limits.part}: {limits.sm_count} SMs, "
              f"{limits.smem_per_sm // 1024} KiB smem and {limits.regs_per_sm // 1024}K registers per SM, "
-             f"{limits.max_warps_per_sm} warps), {args.m}x{args.n}x{args.k} fp16 -> {out_name}")
+             f"{limits.max_warps_per_sm} warps), {args.m}x{args.n}x{args.k} {in_name} -> {out_name}")
     table = Table(title=title)
     for col in ("config", "threads", "regs/thread", "smem/block", "blocks/SM", "warps/SM", "limited by",
                 "tiles", "waves", "tile FLOP/B", "stages"):
@@ -258,6 +260,7 @@ def cmd_export(args) -> int:
 # ----------------------------------------------------------------------------- run
 
 DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
+SHORT_NAMES = {v: k for k, v in DTYPES.items()}
 
 
 def _run_candidates(args, lim, problem):
@@ -278,6 +281,13 @@ def _measure(candidates, problem, warmup: int, iters: int, seed: int, lim, progr
     """Verify each (kernel, config) on fresh random inputs against float64, then time them
     side by side with torch.mm in one run (CUDA events, rotating input sets; graph replays
     unless graph=False). Returns (timings by name, checks by kernel name, input sets)."""
+    from . import bench
+
+    with bench.tf32_matmul(problem.tf32):  # torch.mm and zoo.mm (allow_tf32=None) both follow it
+        return _measure_in_mode(candidates, problem, warmup, iters, seed, lim, progress, graph)
+
+
+def _measure_in_mode(candidates, problem, warmup, iters, seed, lim, progress, graph):
     import torch
     from . import bench
     from .gemm import mm
@@ -308,7 +318,18 @@ def _out_dtype_name(args, command: str) -> str | None:
     if out_name not in (args.dtype, "fp32"):
         err_console.print(f"zoo {command}: --out-dtype must be {args.dtype} (the input dtype) or fp32, got {out_name}")
         return None
+    if getattr(args, "tf32", False) and args.dtype != "fp32":
+        err_console.print(f"zoo {command}: --tf32 rounds fp32 inputs; it goes with --dtype fp32, not {args.dtype}")
+        return None
     return out_name
+
+
+def _problem(args, m: int, n: int, k: int, out_name: str) -> registry.Problem:
+    return registry.Problem(m, n, k, DTYPES[args.dtype], DTYPES[out_name], tf32=getattr(args, "tf32", False))
+
+
+def _dtype_label(args, out_name: str) -> str:
+    return f"{args.dtype}{' (TF32)' if getattr(args, 'tf32', False) else ''} -> {out_name}"
 
 
 def _timing_name(args) -> str:
@@ -332,8 +353,8 @@ def cmd_run(args) -> int:
         return EXIT_FAIL
     idx = torch.cuda.current_device()
     lim = device_limits(idx)
-    problem = registry.Problem(args.m, args.n, args.k, DTYPES[args.dtype], DTYPES[out_name])
-    what = f"{args.m}x{args.n}x{args.k} {args.dtype} -> {out_name}"
+    problem = _problem(args, args.m, args.n, args.k, out_name)
+    what = f"{args.m}x{args.n}x{args.k} {_dtype_label(args, out_name)}"
     candidates = _run_candidates(args, lim, problem)
     show.print(f"[bold]{lim.part}[/] (CC {lim.cc[0]}.{lim.cc[1]}, {lim.sm_count} SMs), {what}:")
     for spec, cfg in candidates:
@@ -371,7 +392,7 @@ def cmd_run(args) -> int:
     _write_json(args.json, {
         "device": lim.part, "cc": f"{lim.cc[0]}.{lim.cc[1]}", "date": datetime.date.today().isoformat(),
         "torch": torch.__version__, "m": args.m, "n": args.n, "k": args.k, "dtype": args.dtype,
-        "out_dtype": out_name, "kernel": first_spec.name, "config": first_cfg.name, "iters": args.iters,
+        "out_dtype": out_name, "tf32": problem.tf32, "kernel": first_spec.name, "config": first_cfg.name, "iters": args.iters,
         "warmup": args.warmup, "rotating_sets": sets, "timing": _timing_name(args), "results": rows})
     failed = [name for name, c in checks.items() if not c.ok]
     if failed:
@@ -580,7 +601,7 @@ def cmd_bench(args) -> int:
     groups = {"shapes": _parse_shapes(args.shapes)} if args.shapes else {s: SUITES[s] for s in suites}
     idx = torch.cuda.current_device()
     lim = device_limits(idx)
-    title = f"{args.dtype} -> {out_name} on {lim.part} (CC {lim.cc[0]}.{lim.cc[1]}), each shape timed " \
+    title = f"{_dtype_label(args, out_name)} on {lim.part} (CC {lim.cc[0]}.{lim.cc[1]}), each shape timed " \
             f"side by side with torch.mm, median of {args.iters}, {_timing_name(args)}"
     table = Table(title=title)
     for col in ("suite", "M", "N", "K", "kernel / config", "ms", "TFLOP/s", "torch.mm TFLOP/s",
@@ -594,7 +615,7 @@ def cmd_bench(args) -> int:
         for suite, shapes in groups.items():
             ratios = []
             for m, n, k in shapes:
-                problem = registry.Problem(m, n, k, DTYPES[args.dtype], DTYPES[out_name])
+                problem = _problem(args, m, n, k, out_name)
                 spec, cfg = registry.select(lim, problem, kernel_name=args.kernel, config_name=args.config)
                 progress.update(task, description=f"{m}x{n}x{k}: {spec.name} / {cfg.name}")
                 compiled(spec, cfg, problem.dtype, problem.out_dtype, idx)
@@ -621,7 +642,8 @@ def cmd_bench(args) -> int:
     geomeans = {g: _geomean([r["pct_of_torch"] for r in rows if r["suite"] == g]) for g in groups}
     _write_json(args.json, {
         "device": lim.part, "cc": f"{lim.cc[0]}.{lim.cc[1]}", "date": datetime.date.today().isoformat(),
-        "torch": torch.__version__, "dtype": args.dtype, "out_dtype": out_name, "iters": args.iters,
+        "torch": torch.__version__, "dtype": args.dtype, "out_dtype": out_name,
+        "tf32": getattr(args, "tf32", False), "iters": args.iters,
         "warmup": args.warmup, "timing": _timing_name(args), "geomean_pct_of_torch": geomeans, "results": rows})
     if failed:
         err_console.print(f"[bold red]verification failed[/] for {', '.join(failed)}: the result is wrong")
@@ -631,9 +653,13 @@ def cmd_bench(args) -> int:
 
 # ----------------------------------------------------------------------------- main
 
-def _dtype_options(s) -> None:
-    s.add_argument("--dtype", choices=("fp16", "bf16"), default="fp16", help="input dtype (fp16)")
+def _dtype_options(s, fp32: bool = True) -> None:
+    s.add_argument("--dtype", choices=("fp16", "bf16", "fp32") if fp32 else ("fp16", "bf16"), default="fp16",
+                   help="input dtype (fp16)" + ("; fp32 runs in full precision unless --tf32" if fp32 else ""))
     s.add_argument("--out-dtype", choices=tuple(DTYPES), help="output dtype: the input dtype (default) or fp32")
+    if fp32:
+        s.add_argument("--tf32", action="store_true",
+                       help="with --dtype fp32: allow TF32 rounding, for the zoo and for torch.mm alike")
 
 
 def _timing_options(s, iters: int, eager: bool = True) -> None:
@@ -718,7 +744,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("-m", type=int, default=768)
     s.add_argument("-n", type=int, default=768)
     s.add_argument("-k", type=int, default=1024)
-    _dtype_options(s)
+    _dtype_options(s, fp32=False)
     s.add_argument("--mode", choices=("all", "streams", "batched", "grouped"), default="all")
     s.add_argument("--streams", type=int, help="streams for the streams mode (default: one per GEMM)")
     s.add_argument("--kernel", help="this kernel instead of the automatic choice")

@@ -12,7 +12,7 @@ from . import cuda, sass
 from .arch import ArchLimits
 from .registry import KernelSpec, Problem
 
-ELEMENT_BYTES = 2  # fp16 / bf16 operands
+ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}
 
 
 @dataclass(frozen=True)
@@ -45,14 +45,14 @@ def explain(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits, problem:
     smem = spec.smem_bytes(cfg) + res.static_smem
     occ = sass.occupancy(limits, cfg.threads, res.registers, smem)
     tiles = cfg.tiles(problem.m, problem.n)
-    out_bytes = 4 if problem.out_dtype == "float32" else ELEMENT_BYTES
+    in_bytes, out_bytes = ELEMENT_BYTES[problem.dtype], ELEMENT_BYTES[problem.out_dtype]
     m, n, k = problem.m, problem.n, problem.k
     return Explanation(
         kernel=spec.name, config=cfg.name, arch=limits.arch, function=function, registers=res.registers,
         smem_bytes=smem, threads=cfg.threads, occupancy=occ, tiles=tiles,
         waves=occ.waves(tiles, limits.sm_count),
         tile_flop_per_byte=2 * cfg.block_m * cfg.block_n * cfg.block_k
-        / ((cfg.block_m + cfg.block_n) * cfg.block_k * ELEMENT_BYTES),
-        problem_flop_per_byte=2 * m * n * k / ((m * k + k * n) * ELEMENT_BYTES + m * n * out_bytes),
+        / ((cfg.block_m + cfg.block_n) * cfg.block_k * in_bytes),
+        problem_flop_per_byte=2 * m * n * k / ((m * k + k * n) * in_bytes + m * n * out_bytes),
         ridge_flop_per_byte=limits.ridge_flop_per_byte,
         pipeline=pipeline_depth(spec, cfg))

@@ -13,10 +13,10 @@ from .cuda import ZooError
 from .registry import KernelSpec, Problem
 
 DTYPE_NAMES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32"}
-INPUT_DTYPES = (torch.float16, torch.bfloat16)
+INPUT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 INT32_MAX = 2**31 - 1
 MAX_DIM = 2**31 - 1024  # kernels index in int32 and round dimensions up to a tile
-ALIGN = 8  # elements: 16 bytes of a 16-bit dtype
+ALIGN_BYTES = 16  # cp.async and TMA rows: 16-byte aligned
 
 
 # The choice depends only on the device and the problem's shape and dtypes: made once each,
@@ -48,7 +48,8 @@ def check_inputs(a, b, out_dtype) -> torch.dtype:
     if a.dtype != b.dtype:
         raise ZooError(f"a and b must share a dtype, got {a.dtype} and {b.dtype}")
     if a.dtype not in INPUT_DTYPES:
-        raise ZooError(f"dtype {a.dtype} is not supported: the zoo's kernels take torch.float16 or torch.bfloat16")
+        raise ZooError(f"dtype {a.dtype} is not supported: the zoo's kernels take torch.float16, "
+                       "torch.bfloat16 or torch.float32")
     out_dtype = a.dtype if out_dtype is None else out_dtype
     if out_dtype not in (a.dtype, torch.float32):
         raise ZooError(f"out_dtype must be {a.dtype} (the input dtype) or torch.float32, got {out_dtype}")
@@ -59,17 +60,26 @@ def check_inputs(a, b, out_dtype) -> torch.dtype:
     return out_dtype
 
 
+def tf32_allowed(dtype: torch.dtype, allow_tf32: bool | None) -> bool:
+    """Whether fp32 inputs may be rounded to TF32: the caller's choice, else torch's own
+    setting for matmuls (torch.backends.cuda.matmul.allow_tf32), as torch.mm decides."""
+    if dtype != torch.float32:
+        return False
+    return bool(torch.backends.cuda.matmul.allow_tf32 if allow_tf32 is None else allow_tf32)
+
+
 def row_major_plan(t: torch.Tensor, aligned: bool) -> tuple[torch.Tensor, int, torch.Tensor | None]:
     """(what the kernel reads, its row stride in elements, the view to copy `t` into first or
     None). In place needs unit column stride (or one column), rows that do not overlap
     (stride >= cols, so no expanded/broadcast rows) within int32, and for `aligned` kernels
-    (cp.async, TMA) 16-byte-aligned rows; otherwise a zeroed buffer with rows padded to 8
-    elements is allocated here and the caller copies `t` into the returned view."""
+    (cp.async, TMA) 16-byte-aligned rows; otherwise a zeroed buffer with rows padded to 16
+    bytes is allocated here and the caller copies `t` into the returned view."""
     rows, cols = t.shape
-    pad = -(-cols // ALIGN) * ALIGN if aligned else cols
+    align = ALIGN_BYTES // t.element_size()
+    pad = -(-cols // align) * align if aligned else cols
     ld = t.stride(0) if rows > 1 else pad  # a single row's stride is never used to address
     readable = (cols == 1 or t.stride(1) == 1) and cols <= ld <= INT32_MAX
-    if readable and (not aligned or (ld % ALIGN == 0 and t.data_ptr() % 16 == 0)):
+    if readable and (not aligned or (ld % align == 0 and t.data_ptr() % ALIGN_BYTES == 0)):
         return t, ld, None
     buffer = torch.zeros((rows, pad), dtype=t.dtype, device=t.device)
     return buffer, pad, buffer[:, :cols]
@@ -109,11 +119,13 @@ def _check_out(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor, m: int, n: i
 
 def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None,
        kernel: str | None = None, config: str | None = None,
-       out: torch.Tensor | None = None) -> torch.Tensor:
+       out: torch.Tensor | None = None, allow_tf32: bool | None = None) -> torch.Tensor:
     """C = a @ b on the GPU with the best kernel of the zoo for the device (or the one named).
 
-    a: (M, K) and b: (K, N) CUDA float16 or bfloat16 tensors, any strides. Returns (M, N) in
-    the input dtype, or float32 with out_dtype=torch.float32; FP32 accumulation in both.
+    a: (M, K) and b: (K, N) CUDA float16, bfloat16 or float32 tensors, any strides. Returns
+    (M, N) in the input dtype, or float32 with out_dtype=torch.float32; FP32 accumulation.
+    float32 inputs run in full precision (the SIMT kernel) unless TF32 is allowed: by
+    allow_tf32=True, or when None by torch.backends.cuda.matmul.allow_tf32, as torch.mm.
     `out`, if given, is written and returned (row-major, unit column stride, no overlap).
     """
     if out is not None and not isinstance(out, torch.Tensor):
@@ -127,7 +139,7 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None
         return out.zero_() if out is not None else torch.zeros((m, n), dtype=out_dtype, device=a.device)
     device_index = a.device.index if a.device.index is not None else torch.cuda.current_device()
     limits = device_limits(device_index)
-    problem = Problem(m, n, k, _dtype_name(a.dtype), _dtype_name(out_dtype))
+    problem = Problem(m, n, k, _dtype_name(a.dtype), _dtype_name(out_dtype), tf32_allowed(a.dtype, allow_tf32))
     spec, cfg = _select(limits, problem, kernel_name=kernel, config_name=config)
     a, lda = _row_major(a, spec.aligned_rows)
     b, ldb = _row_major(b, spec.aligned_rows)

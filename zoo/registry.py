@@ -28,6 +28,7 @@ class Problem:
     k: int
     dtype: str = "float16"
     out_dtype: str = "float16"
+    tf32: bool = False     # fp32 inputs may be rounded to TF32 (torch's allow_tf32)
 
     @property
     def flops(self) -> int:
@@ -68,13 +69,15 @@ class KernelSpec:
     # TMA boxes (rows, cols) of A, B and C for a config and C's element size: the kernel
     # reads A and B through tensor maps, and stores C through one when C's rows allow it.
     tma_boxes: Callable[[cfgs.TileConfig, int], tuple[tuple[int, int], ...]] | None = None
+    tf32: bool = False                   # rounds fp32 inputs to TF32: only where the problem allows it
+    extra_defines: dict[str, int] = field(default_factory=dict)  # -D values that select a variant
 
     @property
     def dtypes(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(i for i, _ in self.entry))
 
     def supports(self, problem: "Problem") -> bool:
-        return (problem.dtype, problem.out_dtype) in self.entry
+        return (problem.dtype, problem.out_dtype) in self.entry and (problem.tf32 or not self.tf32)
 
     @functools.cached_property
     def configs(self) -> tuple[cfgs.TileConfig, ...]:
@@ -102,7 +105,7 @@ class KernelSpec:
         return {"ZOO_BM": c.block_m, "ZOO_BN": c.block_n, "ZOO_BK": c.block_k,
                 "ZOO_WARP_M": c.warp_m, "ZOO_WARP_N": c.warp_n, "ZOO_STAGES": c.stages,
                 "ZOO_GROUP_M": c.group_m, "ZOO_CLUSTER_M": c.cluster_m,
-                "ZOO_SMEM_BYTES": self.smem_bytes(c)}
+                "ZOO_SMEM_BYTES": self.smem_bytes(c), **self.extra_defines}
 
     def grid(self, c: cfgs.TileConfig, m: int, n: int, resident_clusters: int,
              splits: int = 1) -> tuple[int, int, int]:
@@ -264,15 +267,20 @@ def _sm90_consumer_registers(c: cfgs.TileConfig) -> int:
 
 
 SM90_EPILOGUE_BOXES = 2      # EPI_BOXES: C boxes of 64 rows x 128 B staged per consumer
+SM90_EPILOGUE_ROWS = 64
 
 
-def _sm90_smem(c: cfgs.TileConfig) -> int:
+def _sm90_smem_bytes(c: cfgs.TileConfig, in_bytes: int) -> int:
     """Same formula as SMEM_BYTES in kernels/sm90/gemm_tma_wgmma.cu: 1024 B of alignment
     slack, the ring, the consumers' C staging boxes, a full and an empty mbarrier per stage,
     16 B of split-K flags."""
-    ring = c.stages * (c.block_m * c.block_k + c.block_k * c.block_n) * 2
-    staging = _sm90_consumers(c) * SM90_EPILOGUE_BOXES * c.warp_m * cuda.TMA_SWIZZLE_BYTES
+    ring = c.stages * (c.block_m * c.block_k + c.block_k * c.block_n) * in_bytes
+    staging = _sm90_consumers(c) * SM90_EPILOGUE_BOXES * SM90_EPILOGUE_ROWS * cuda.TMA_SWIZZLE_BYTES
     return 1024 + ring + staging + 2 * c.stages * 8 + 16
+
+
+def _sm90_smem(c: cfgs.TileConfig) -> int:
+    return _sm90_smem_bytes(c, 2)
 
 
 def _sm90_rules(c: cfgs.TileConfig) -> list[str]:
@@ -328,7 +336,97 @@ SM90_GEMM = KernelSpec(
                                    (c.warp_m, cuda.TMA_SWIZZLE_BYTES // out_size)),
 )
 
-KERNELS: tuple[KernelSpec, ...] = (SM75_HGEMM, SM80_GEMM, SM90_GEMM)
+# ----------------------------------------------------------------------------- fp32: SIMT and TF32
+
+SIMT_LANE_TILE = 64          # TM x TN = 8 x 8 outputs per lane in kernels/sm75/sgemm_simt.cu
+SIMT_REGS = 168              # MAX_REGS in kernels/sm75/sgemm_simt.cu (its __launch_bounds__ cap)
+
+
+def _simt_smem(c: cfgs.TileConfig) -> int:
+    """Same formula as SMEM_BYTES in kernels/sm75/sgemm_simt.cu: two buffers of As and Bs."""
+    return 2 * c.block_k * (c.block_m + c.block_n) * 4
+
+
+def _simt_rules(c: cfgs.TileConfig) -> list[str]:
+    out = []
+    if c.warp_m * c.warp_n != 32 * SIMT_LANE_TILE:
+        out.append(f"warp tile {c.warp_m}x{c.warp_n} must hold 32 lanes x 8x8 = 2048 outputs")
+    if c.block_k not in (8, 16):
+        out.append(f"block_k {c.block_k} must be 8 or 16 (the A swizzle spreads 16 or 8 rows per k group)")
+    if c.block_m % 32:
+        out.append(f"block_m {c.block_m} must be a multiple of 32 (the A swizzle works in 32-row groups)")
+    for name, count in (("A", c.block_m * c.block_k // 4), ("B", c.block_k * c.block_n // 4)):
+        if count % c.threads:
+            out.append(f"the {name} tile's {count} float4s do not split evenly over {c.threads} threads")
+    return out
+
+
+SM75_SGEMM = KernelSpec(
+    name="sm75_sgemm_simt",
+    source=KERNELS_DIR / "sm75" / "sgemm_simt.cu",
+    config_file=cfgs.CONFIGS_DIR / "sm75_sgemm_simt.yaml",
+    min_cc=(7, 5), exact_cc=None, arch_specific=False,
+    offline_archs=("sm_75", "sm_80", "sm_90a"), layouts=("row x row",),
+    entry={("float32", "float32"): "zoo_sgemm_simt"},
+    aligned_rows=False, mma_shape=(8, 8, 4), stages=(2,),
+    smem_bytes=_simt_smem, rules=_simt_rules,
+    sass_required=((r"\bFFMA\b", "FFMA"), (r"\bLDS(\.U)?\.128\b", "LDS.128"),
+                   (r"\bLDG\.E\.128\b", "LDG.128")),
+    sass_forbidden=((r"\b(HMMA|HGMMA)\.", "tensor-core MMA (this is the full-precision path)"),
+                    (r"\b(LDL|STL)\b", "LDL/STL (local memory)")),
+    description="FP32 SIMT (FFMA), 8x8 per lane, transposed+swizzled A, register-prefetch double buffer",
+    launch_registers=lambda c: SIMT_REGS,
+    pipeline="{stages} shared-memory buffers + 1 register stage: the next K-tile is loaded into "
+             "registers during this one's FFMAs, stored to the other buffer, one barrier per K-step",
+)
+
+TF32_SWIZZLE_COLS = 32       # fp32 elements in one 128-byte swizzled row
+
+
+def _tf32_smem(c: cfgs.TileConfig) -> int:
+    return _sm90_smem_bytes(c, 4)
+
+
+def _tf32_rules(c: cfgs.TileConfig) -> list[str]:
+    out = []
+    if c.block_k != TF32_SWIZZLE_COLS:
+        out.append(f"block_k {c.block_k} must be {TF32_SWIZZLE_COLS}: one 128-byte swizzled row of fp32 A per K-tile")
+    if c.warp_n != 64:
+        out.append(f"warp_n {c.warp_n} must be 64: a consumer's wgmma m64 runs along N (the tile is transposed)")
+    if c.warp_m != c.block_m or c.warp_m not in (128, 256):
+        out.append(f"warp_m {c.warp_m} must equal block_m and be 128 or 256 (the wgmma N, along M)")
+    if _sm90_consumers(c) != 2:
+        out.append(f"{_sm90_consumers(c)} consumer warpgroups; the kernel's register split assumes 2")
+    elif _sm90_consumer_registers(c) < c.warp_m // 2 + 56:
+        out.append(f"{c.warp_m // 2} fp32 accumulators and 16 fragment registers do not fit the "
+                   f"consumers' {_sm90_consumer_registers(c)} registers")
+    return out
+
+
+SM90_TF32 = KernelSpec(
+    name="sm90_gemm_tf32",
+    source=KERNELS_DIR / "sm90" / "gemm_tma_wgmma.cu",
+    config_file=cfgs.CONFIGS_DIR / "sm90_gemm_tf32.yaml",
+    min_cc=(9, 0), exact_cc=(9, 0), arch_specific=True,
+    offline_archs=("sm_90a",), layouts=("row x row",),
+    entry={("float32", "float32"): "zoo_gemm_sm90_tf32"},
+    aligned_rows=True, mma_shape=(8, 64, 8), stages=tuple(range(2, 9)),
+    smem_bytes=_tf32_smem, rules=_tf32_rules,
+    sass_required=((r"\bHGMMA\.\w+\.F32\.TF32\b", "HGMMA .TF32"), (r"\bUTMALDG\b", "UTMALDG"),
+                   (r"\bSYNCS\.", "SYNCS (mbarrier)"), (r"\bUSETMAXREG\b", "USETMAXREG"),
+                   (r"\bUTMASTG\b", "UTMASTG")),
+    sass_forbidden=((r"\b(LDL|STL)\b", "LDL/STL (local memory)"),
+                    (r"\bHMMA\.", "HMMA (the legacy tensor-core path)")),
+    description="TF32 wgmma on fp32 data: the sm_90a kernel computing C^T = B^T A^T, B from registers",
+    thread_layout=_sm90_threads, launch_registers=_sm90_launch_registers, persistent=True,
+    split_k=True, tf32=True, extra_defines={"ZOO_TF32": 1},
+    pipeline="{stages}-stage TMA ring with full/empty mbarriers: the producer warpgroup runs up "
+             "to {stages} K-tiles ahead of the two consumer warpgroups, across tiles",
+    tma_boxes=lambda c, out_size: ((c.block_m, c.block_k), (c.block_k, TF32_SWIZZLE_COLS),
+                                   (SM90_EPILOGUE_ROWS, TF32_SWIZZLE_COLS)),
+)
+
+KERNELS: tuple[KernelSpec, ...] = (SM75_HGEMM, SM80_GEMM, SM90_GEMM, SM75_SGEMM, SM90_TF32)
 
 
 def offline_archs() -> list[str]:
@@ -413,6 +511,9 @@ def select(limits: ArchLimits, problem: Problem, *, kernel_name: str | None = No
         if not spec.runs_on(limits.cc):
             raise ZooError(f"{spec.name} runs on CC {spec.eligible_ccs()}; this device is "
                            f"{limits.cc[0]}.{limits.cc[1]} ({limits.part})")
+        if spec.tf32 and not problem.tf32 and (problem.dtype, problem.out_dtype) in spec.entry:
+            raise ZooError(f"{spec.name} rounds fp32 inputs to TF32; allow it (zoo.mm(..., allow_tf32=True), "
+                           "torch.backends.cuda.matmul.allow_tf32, or --tf32) or leave the kernel to the zoo")
         if not spec.supports(problem):
             pairs = ", ".join(f"{i} -> {o}" for i, o in spec.entry)
             raise ZooError(f"{spec.name} computes {pairs}, not {problem.dtype} -> {problem.out_dtype}")

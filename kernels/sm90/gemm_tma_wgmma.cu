@@ -55,29 +55,43 @@
 namespace zoo_sm90 {
 
 constexpr int BM = ZOO_BM, BN = ZOO_BN, BK = ZOO_BK, STAGES = ZOO_STAGES;
-constexpr int WG_M = ZOO_WARP_M, WG_N = ZOO_WARP_N;  // one consumer warpgroup's slice
+constexpr int WG_M = ZOO_WARP_M, WG_N = ZOO_WARP_N;  // one consumer warpgroup's slice of C
+// ZOO_TF32 builds the fp32-input variant: wgmma .tf32 takes only K-major operands from shared
+// memory, and B (K, N) row-major is N-major, so the consumers compute the transposed tile,
+// C^T = B^T A^T: B's slice comes from registers as wgmma's A operand (any layout may be loaded
+// into registers), A's tile is wgmma's K-major B operand. A consumer's slice is then all BM
+// rows x 64 columns of C: wgmma m64 runs along N and its N along M.
+#ifdef ZOO_TF32
+constexpr bool TF32 = true;
+#else
+constexpr bool TF32 = false;
+#endif
+constexpr int IN_BYTES = TF32 ? 4 : 2;              // fp32 inputs, or fp16 / bf16
+constexpr int MMA_K = 32 / IN_BYTES;                // one wgmma covers 32 bytes of K (k16 / k8)
+constexpr int MMA_N = TF32 ? WG_M : WG_N;           // wgmma N: C columns, or C rows for TF32
+constexpr int ACC_REGS = MMA_N / 2;                 // fp32 accumulators per thread (64 x MMA_N / 128)
 constexpr int CLUSTER_M = ZOO_CLUSTER_M;  // CTAs of a cluster: tiles stacked in M, sharing B
 constexpr int CONSUMERS = (BM / WG_M) * (BN / WG_N);
 constexpr int WG_THREADS = 128;
 constexpr int THREADS = WG_THREADS * (1 + CONSUMERS);
 
-constexpr int SWIZZLE_BYTES = 128;                 // one swizzled row: 64 16-bit elements
-constexpr int BOX_COLS = SWIZZLE_BYTES / 2;
+constexpr int SWIZZLE_BYTES = 128;                 // one swizzled row: 64 16-bit or 32 fp32 elements
+constexpr int BOX_COLS = SWIZZLE_BYTES / IN_BYTES;
 constexpr int ATOM_BYTES = 8 * SWIZZLE_BYTES;      // swizzle atom: 8 rows x 128 B
-constexpr int A_STAGE_BYTES = BM * BK * 2;
-constexpr int B_BOX_BYTES = BK * BOX_COLS * 2;     // one TMA box of B: BK rows x 64 columns
-constexpr int B_STAGE_BYTES = BK * BN * 2;
+constexpr int A_STAGE_BYTES = BM * BK * IN_BYTES;
+constexpr int B_BOX_BYTES = BK * BOX_COLS * IN_BYTES;  // one TMA box of B: BK rows x 128 B
+constexpr int B_STAGE_BYTES = BK * BN * IN_BYTES;
 constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
 constexpr int BARRIER_BYTES = 2 * STAGES * 8;      // a full and an empty mbarrier per stage
 constexpr int ALIGN_SLACK = 1024;                  // dynamic smem is rounded up to 1024 B here
 // Epilogue staging: per consumer, EPI_BOXES boxes of 64 rows x 128 B of C (128B swizzle),
 // written from registers and stored by TMA while the consumer goes on to its next tile.
-constexpr int EPI_BOX_BYTES = WG_M * SWIZZLE_BYTES;
+constexpr int EPI_BOX_BYTES = 64 * SWIZZLE_BYTES;
 constexpr int EPI_BOXES = 2;
 constexpr int EPI_BYTES = CONSUMERS * EPI_BOXES * EPI_BOX_BYTES;
 constexpr int SPLIT_FLAG_BYTES = 16;               // per consumer: "this unit finishes its tile"
 constexpr int SMEM_BYTES = ALIGN_SLACK + STAGES * STAGE_BYTES + EPI_BYTES + BARRIER_BYTES + SPLIT_FLAG_BYTES;
-constexpr int K_STEPS = BK / 16;                   // wgmma k16 per K-tile
+constexpr int K_STEPS = BK / MMA_K;                // wgmmas per K-tile
 
 // Registers: the block is launched at 65536 / THREADS per thread (a multiple of 8); the
 // producer drops to PRODUCER_REGS and the consumers take what it frees (setmaxnreg counts
@@ -89,8 +103,8 @@ constexpr int CONSUMER_REGS_FREE =
 constexpr int CONSUMER_REGS = CONSUMER_REGS_FREE < 256 ? CONSUMER_REGS_FREE : 256;
 
 static_assert(BK == BOX_COLS, "a K-tile of A is one 128-byte swizzled row per M row");
-static_assert(WG_M == 64, "a consumer warpgroup issues wgmma m64");
-static_assert(WG_N == 128 || WG_N == 256, "wgmma wrappers exist for N = 128 and 256");
+static_assert((TF32 ? WG_N : WG_M) == 64, "a consumer warpgroup issues wgmma m64");
+static_assert(MMA_N == 128 || MMA_N == 256, "wgmma wrappers exist for N = 128 and 256");
 static_assert(BM % WG_M == 0 && BN % WG_N == 0 && BN % BOX_COLS == 0, "tile must split");
 static_assert(BM <= 256 && BK <= 256, "TMA box dimensions are at most 256");
 static_assert(CONSUMERS >= 1 && CONSUMERS <= 3, "one producer and 1-3 consumer warpgroups");
@@ -100,7 +114,7 @@ static_assert(CLUSTER_M >= 1 && (BN / BOX_COLS) % CLUSTER_M == 0,
               "each CTA of a cluster multicasts an equal share of B's boxes");
 static_assert(A_STAGE_BYTES % ATOM_BYTES == 0 && B_BOX_BYTES % ATOM_BYTES == 0,
               "stages and boxes must keep 1024-byte alignment");
-static_assert(CONSUMER_REGS >= 8 * (WG_N / 16) + 40, "the accumulators must fit the consumers' registers");
+static_assert(CONSUMER_REGS >= ACC_REGS + (TF32 ? 56 : 40), "the accumulators must fit the consumers' registers");
 static_assert(SMEM_BYTES == ZOO_SMEM_BYTES, "host smem formula (zoo/registry.py) disagrees with the kernel");
 
 // Stores two adjacent outputs (row, col), (row, col + 1); `pair` when both are inside N and
@@ -149,7 +163,7 @@ __device__ __forceinline__ void st_shared_pair(unsigned addr, float x, float y, 
 // chunk waits only until the previous store out of the buffer has read it. No bounds checks:
 // TMA skips what falls outside C.
 template <typename OutT>
-__device__ __forceinline__ void store_tile_tma(const float (&acc)[WG_N / 2], unsigned buf,
+__device__ __forceinline__ void store_tile_tma(const float (&acc)[ACC_REGS], unsigned buf,
                                                const TensorMap* tmap_c, int row0, int col0,
                                                int consumer, int warp, int lane) {
   constexpr int BOX_COLS_C = SWIZZLE_BYTES / sizeof(OutT);
@@ -263,11 +277,11 @@ struct Scheduler {
 // others' partials and runs the epilogue. No unit waits for another, so a persistent grid
 // cannot deadlock whatever order it meets the units in. Returns whether this unit finishes.
 template <typename OutT>
-__device__ __forceinline__ bool split_k_reduce(float (&acc)[WG_N / 2], const Work<OutT>& w,
+__device__ __forceinline__ bool split_k_reduce(float (&acc)[ACC_REGS], const Work<OutT>& w,
                                                const Scheduler<OutT>& sched, int consumer,
                                                float* workspace, int* counters,
                                                volatile int* flag) {
-  constexpr int VECS = WG_N / 8;  // float4s per thread
+  constexpr int VECS = ACC_REGS / 4;  // float4s per thread
   const int t = threadIdx.x % WG_THREADS;
   const int slot = (w.tile_m * zoo::ceil_div(w.g.N, BN) + w.tile_n) * CONSUMERS + consumer;
   float4* const partials = reinterpret_cast<float4*>(workspace) +
@@ -304,6 +318,53 @@ __device__ __forceinline__ void release(unsigned empty_bar) {
   }
 }
 
+// ---- TF32 (transposed) helpers. A consumer's accumulator rows are C columns, its columns C
+// rows. Row r = 16 warp + 8 h + g of the wgmma A operand (g = lane / 4) is C column n_local(r) of
+// the slice: group q = 2 warp + h covers 128-byte box q / 4 and 16-byte chunks q % 4 and q % 4 + 4
+// (rows g % 4 of each), so the 4 lanes reading k = t, t + 4 (t = lane % 4) of one swizzled row
+// land in 8 different chunks: the fragment loads have no bank conflicts.
+__device__ __forceinline__ int tf32_column(int warp, int h, int g) {
+  const int q = 2 * warp + h;
+  return (q / 4) * BOX_COLS + 4 * (q % 4 + 4 * (g / 4)) + g % 4;
+}
+
+// Epilogue of the transposed tile through TMA: chunks of 64 C rows x 64 columns (two 128-byte
+// boxes), written as single floats into the swizzled staging boxes, then stored by the leader.
+__device__ __forceinline__ void store_tile_tma_transposed(const float (&acc)[ACC_REGS], unsigned buf,
+                                                          const TensorMap* tmap_c, int row0, int col0,
+                                                          int consumer, int warp, int lane) {
+  static_assert(!TF32 || (WG_N == EPI_BOXES * BOX_COLS && WG_M % 64 == 0), "a chunk is 64 rows x the slice");
+  const bool leader = threadIdx.x % WG_THREADS == 0;
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int q = 0; q < WG_M / 64; ++q) {
+    if (leader) bulk_wait_read<0>();
+    named_barrier(1 + consumer, WG_THREADS);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int n = tf32_column(warp, h, g);
+      const unsigned box = buf + (n / BOX_COLS) * EPI_BOX_BYTES;
+#pragma unroll
+      for (int jj = 0; jj < 8; ++jj) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int r = 8 * jj + 2 * t + e;  // C row within the chunk
+          const unsigned addr = box + r * SWIZZLE_BYTES + ((((n % BOX_COLS) / 4) ^ (r % 8)) << 4) + 4 * (n % 4);
+          asm volatile("st.shared.f32 [%0], %1;" ::"r"(addr), "f"(acc[4 * (8 * q + jj) + 2 * h + e]) : "memory");
+        }
+      }
+    }
+    fence_proxy_async();
+    named_barrier(1 + consumer, WG_THREADS);
+    if (leader) {
+#pragma unroll
+      for (int b = 0; b < EPI_BOXES; ++b)
+        tma_store_2d(tmap_c, buf + b * EPI_BOX_BYTES, col0 + b * BOX_COLS, row0 + 64 * q);
+      bulk_commit();
+    }
+  }
+}
+
 // ---- Consumers: warpgroup `consumer` computes rows wg_m0.., columns wg_n0.. of each tile.
 template <bool BF16, typename OutT>
 __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsigned epi_smem,
@@ -315,17 +376,28 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
   const int wg_m0 = (consumer % (BM / WG_M)) * WG_M, wg_n0 = (consumer / (BM / WG_M)) * WG_N;
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
 
-  // Descriptors of stage 0 for this warpgroup's slice; a stage, a k16 step and a B box are
+  // Descriptors of stage 0 for this warpgroup's slice; a stage, a k step and a B box are
   // byte offsets added to the start-address field (>> 4).
   // A: K-major, 8-row groups 1024 B apart (SBO); LBO unused with a swizzle this wide.
   const unsigned long long desc_a0 = sw128_descriptor(a_smem + wg_m0 * SWIZZLE_BYTES, 16, ATOM_BYTES);
-  // B: N-major; 64-column boxes B_BOX_BYTES apart (LBO), 8-row K groups 1024 B apart (SBO).
+  // B: N-major; 128-byte-wide boxes B_BOX_BYTES apart (LBO), 8-row K groups 1024 B apart (SBO).
   const unsigned long long desc_b0 =
       sw128_descriptor(b_smem + (wg_n0 / BOX_COLS) * B_BOX_BYTES, B_BOX_BYTES, ATOM_BYTES);
-
-  float acc[WG_N / 2];
+  // TF32: this thread's fragment words in a B stage, for k = t (e = 0) and t + 4 (e = 1) of a
+  // k8 step, rows g (h = 0) and g + 8 (h = 1): box, swizzled 16-byte chunk, word.
+  unsigned frag_off[2][2];
 #pragma unroll
-  for (int i = 0; i < WG_N / 2; ++i) acc[i] = 0.f;
+  for (int h = 0; h < 2; ++h)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int n = wg_n0 + tf32_column(warp, h, lane / 4), k = lane % 4 + 4 * e;
+      frag_off[h][e] = (n / BOX_COLS) * B_BOX_BYTES + k * SWIZZLE_BYTES +
+                       ((((n % BOX_COLS) / 4) ^ k) << 4) + 4 * (n % 4);
+    }
+
+  float acc[ACC_REGS];
+#pragma unroll
+  for (int i = 0; i < ACC_REGS; ++i) acc[i] = 0.f;
 
   int stage = 0;
   unsigned phase = 0;
@@ -338,18 +410,40 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
     int prev_stage = -1;
     for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
       mbar_wait(full_bar + 8 * stage, phase);
-      wgmma_fence();
+      if constexpr (TF32) {
+        // One commit group per k8 step, each reading its own 4 fragment registers: before a
+        // step's registers are reloaded, the previous K-tile's same step must be done, so 3
+        // groups stay in flight while the next fragment loads.
+        unsigned frag[K_STEPS][4];
 #pragma unroll
-      for (int ks = 0; ks < K_STEPS; ++ks) {
-        const unsigned long long a = desc_a0 + ((stage * A_STAGE_BYTES + ks * 32) >> 4);
-        const unsigned long long b = desc_b0 + ((stage * B_STAGE_BYTES + ks * 16 * SWIZZLE_BYTES) >> 4);
-        Wgmma<WG_N, BF16>::mma(acc, a, b, (kt > w.kt_begin || ks > 0) ? 1 : 0);
+        for (int ks = 0; ks < K_STEPS; ++ks) {
+          wgmma_wait<K_STEPS - 1>();
+          if (ks == K_STEPS - 1 && prev_stage >= 0 && lane == 0) release(empty_bar + 8 * prev_stage);
+          const unsigned b_stage = b_smem + stage * B_STAGE_BYTES + ks * MMA_K * SWIZZLE_BYTES;
+          frag[ks][0] = round_to_tf32(ld_shared_u32(b_stage + frag_off[0][0]));
+          frag[ks][1] = round_to_tf32(ld_shared_u32(b_stage + frag_off[1][0]));
+          frag[ks][2] = round_to_tf32(ld_shared_u32(b_stage + frag_off[0][1]));
+          frag[ks][3] = round_to_tf32(ld_shared_u32(b_stage + frag_off[1][1]));
+          wgmma_fence();
+          const unsigned long long a = desc_a0 + ((stage * A_STAGE_BYTES + ks * 32) >> 4);
+          WgmmaTf32<MMA_N>::mma(acc, frag[ks], a, (kt > w.kt_begin || ks > 0) ? 1 : 0);
+          wgmma_commit();
+        }
+        fence_accumulators(acc);
+      } else {
+        wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < K_STEPS; ++ks) {
+          const unsigned long long a = desc_a0 + ((stage * A_STAGE_BYTES + ks * 32) >> 4);
+          const unsigned long long b = desc_b0 + ((stage * B_STAGE_BYTES + ks * MMA_K * SWIZZLE_BYTES) >> 4);
+          Wgmma<MMA_N, BF16>::mma(acc, a, b, (kt > w.kt_begin || ks > 0) ? 1 : 0);
+        }
+        wgmma_commit();
+        // This K-tile's MMAs stay in flight; the previous one's are done, so its stage is free.
+        wgmma_wait<1>();
+        fence_accumulators(acc);
+        if (prev_stage >= 0 && lane == 0) release(empty_bar + 8 * prev_stage);
       }
-      wgmma_commit();
-      // This K-tile's MMAs stay in flight; the previous one's are done, so its stage is free.
-      wgmma_wait<1>();
-      fence_accumulators(acc);
-      if (prev_stage >= 0 && lane == 0) release(empty_bar + 8 * prev_stage);
       prev_stage = stage;
       if (++stage == STAGES) stage = 0, phase ^= 1;
     }
@@ -358,7 +452,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
     if (prev_stage >= 0 && lane == 0) release(empty_bar + 8 * prev_stage);
     if (w.kt_begin >= w.kt_end) {  // an empty K slice (the host avoids them) adds zero
 #pragma unroll
-      for (int i = 0; i < WG_N / 2; ++i) acc[i] = 0.f;
+      for (int i = 0; i < ACC_REGS; ++i) acc[i] = 0.f;
     }
     if (sched.splits > 1 &&
         !split_k_reduce(acc, w, sched, consumer, workspace, counters, split_flags))
@@ -370,12 +464,32 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
         c_fenced = w.g.c;
       }
       c_tma_used = true;
-      store_tile_tma<OutT>(acc, epi_smem + consumer * EPI_BOXES * EPI_BOX_BYTES, w.g.c,
-                           tile_m * BM + wg_m0, tile_n * BN + wg_n0, consumer, warp, lane);
+      const unsigned buf = epi_smem + consumer * EPI_BOXES * EPI_BOX_BYTES;
+      if constexpr (TF32)
+        store_tile_tma_transposed(acc, buf, w.g.c, tile_m * BM + wg_m0, tile_n * BN + wg_n0, consumer, warp, lane);
+      else
+        store_tile_tma<OutT>(acc, buf, w.g.c, tile_m * BM + wg_m0, tile_n * BN + wg_n0, consumer, warp, lane);
       continue;
     }
     const int M = w.g.M, N = w.g.N, ldc = w.g.ldc;
     OutT* const C = w.g.C;
+    if constexpr (TF32) {
+      // C that TMA cannot address: element stores from the transposed accumulator layout
+      // (thread rows are C columns tf32_column(..), its columns C rows 2 (lane % 4) + 8 j, +1).
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int col = tile_n * BN + wg_n0 + tf32_column(warp, h, lane / 4);
+        if (col >= N) continue;
+#pragma unroll
+        for (int j = 0; j < MMA_N / 8; ++j)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int row = tile_m * BM + wg_m0 + 8 * j + 2 * (lane % 4) + e;
+            if (row < M) C[static_cast<long long>(row) * ldc + col] = acc[4 * j + 2 * h + e];
+          }
+      }
+      continue;
+    }
     // Output pairs can be stored as one vector when C's rows keep pairs aligned.
     const bool c_pairs = (ldc % 2 == 0) && (reinterpret_cast<uintptr_t>(C) % (2 * sizeof(OutT)) == 0);
     // C that TMA cannot address (unaligned rows): straight from the wgmma accumulator layout,
@@ -504,12 +618,16 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
                                 nullptr, nullptr);                                          \
   }
 
+#ifdef ZOO_TF32
+ZOO_SM90_ENTRY(zoo_gemm_sm90_tf32, false, float)
+#else
 ZOO_SM90_ENTRY(zoo_gemm_sm90_f16_f16out, false, half)
 ZOO_SM90_ENTRY(zoo_gemm_sm90_f16_f32out, false, float)
 ZOO_SM90_ENTRY(zoo_gemm_sm90_bf16_bf16out, true, __nv_bfloat16)
 ZOO_SM90_ENTRY(zoo_gemm_sm90_bf16_f32out, true, float)
+#endif
 
-#ifndef __CUDACC_RTC__
+#if !defined(__CUDACC_RTC__) && !defined(ZOO_TF32)
 // Host launchers for nvcc builds (zoo export: a shared library for ctypes); the zoo itself
 // launches the kernels above through the Driver API (zoo/cuda.py builds the same tensor maps).
 // Each returns a cudaError_t code, 0 on success. A, B, C row-major and packed; TMA needs

@@ -254,4 +254,51 @@ struct Wgmma<128, BF16> {
   }
 };
 
+// D(64xN, f32) (+)= A(64x8, tf32, registers) * B(8xN, tf32, shared memory, K-major). wgmma
+// reads tf32 only K-major from shared memory; A from registers may come from any layout. The
+// fragment is 4 words per thread: (row g, k t), (g + 8, t), (g, t + 4), (g + 8, t + 4) of the
+// warp's 16 rows (g = lane / 4, t = lane % 4); fp32 bits are used as tf32 (low mantissa
+// bits ignored), as TMA-loaded fp32 in shared memory is.
+#define ZOO_WGMMA_TF32(N, REGS, ACC, A0, A1, A2, A3, DB, SCALE)                              \
+  asm volatile(                                                                             \
+      "{ .reg .pred p;\n"                                                                   \
+      "  setp.ne.b32 p, %" #SCALE ", 0;\n"                                                  \
+      "  wgmma.mma_async.sync.aligned.m64n" #N "k8.f32.tf32.tf32 {" REGS "},"               \
+      " {%" #A0 ", %" #A1 ", %" #A2 ", %" #A3 "},"                                         \
+      " %" #DB ", p, 1, 1; }"                                                               \
+      : ACC                                                                                 \
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate))
+
+template <int N>
+struct WgmmaTf32;  // N = 128 or 256 columns per warpgroup
+
+template <>
+struct WgmmaTf32<256> {
+  static __device__ __forceinline__ void mma(float (&d)[128], const unsigned (&a)[4],
+                                             unsigned long long desc_b, int accumulate) {
+    ZOO_WGMMA_TF32(256, ZOO_REGS128, ZOO_ACC128, 128, 129, 130, 131, 132, 133);
+  }
+};
+
+template <>
+struct WgmmaTf32<128> {
+  static __device__ __forceinline__ void mma(float (&d)[64], const unsigned (&a)[4],
+                                             unsigned long long desc_b, int accumulate) {
+    ZOO_WGMMA_TF32(128, ZOO_REGS64, ZOO_ACC64(0), 64, 65, 66, 67, 68, 69);
+  }
+};
+
+// fp32 bits rounded to the nearest tf32 (the register operand; wgmma would truncate them).
+__device__ __forceinline__ unsigned round_to_tf32(unsigned bits) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(__uint_as_float(bits)));
+  return r;
+}
+
+__device__ __forceinline__ unsigned ld_shared_u32(unsigned addr) {
+  unsigned v;
+  asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
+  return v;
+}
+
 }  // namespace zoo_sm90
