@@ -148,20 +148,22 @@ def test_every_kernel_replays_from_a_cuda_graph(spec):
     """zoo.mm captured once and replayed on new data in the same buffers (how `zoo bench`
     times it, and how a model would run it): the launch must not depend on host state."""
     gen = torch.Generator(device="cuda").manual_seed(5)
-    a, b = rand(1000, 776, gen=gen), rand(776, 1504, gen=gen)
-    out = torch.empty(1000, 1504, device="cuda", dtype=torch.float16)
-    zoo.mm(a, b, out=out, kernel=spec.name)  # compile and load outside the capture
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        zoo.mm(a, b, out=out, kernel=spec.name)
-    for _ in range(2):
-        a.copy_(rand(1000, 776, gen=gen))
-        b.copy_(rand(776, 1504, gen=gen))
-        out.fill_(float("nan"))
-        graph.replay()
+    dtype = getattr(torch, spec.dtypes[0])
+    a, b = rand(1000, 776, gen=gen, dtype=dtype), rand(776, 1504, gen=gen, dtype=dtype)
+    out = torch.empty(1000, 1504, device="cuda", dtype=dtype)
+    with bench.tf32_matmul(spec.tf32):
+        zoo.mm(a, b, out=out, kernel=spec.name)  # compile and load outside the capture
         torch.cuda.synchronize()
-        assert bench.verify(a, b, out).ok
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            zoo.mm(a, b, out=out, kernel=spec.name)
+        for _ in range(2):
+            a.copy_(rand(1000, 776, gen=gen, dtype=dtype))
+            b.copy_(rand(776, 1504, gen=gen, dtype=dtype))
+            out.fill_(float("nan"))
+            graph.replay()
+            torch.cuda.synchronize()
+            assert bench.verify(a, b, out).ok
 
 
 def test_sm90_cluster_configs_on_odd_tile_rows():
@@ -210,9 +212,15 @@ def test_bmm_every_mode_odd_batches(spec, mode):
     """zoo.bmm on odd batch counts and ragged sizes, eager and replayed from a CUDA graph
     (the replay on fresh data in the same buffers)."""
     gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(f"{spec.name}{mode}".encode()))
+    dtype = getattr(torch, spec.dtypes[0])
+    with bench.tf32_matmul(spec.tf32):  # zoo.bmm, as torch.bmm, follows torch's TF32 setting
+        _bmm_odd_batches(spec, mode, gen, dtype)
+
+
+def _bmm_odd_batches(spec, mode, gen, dtype):
     for batch, m, n, k in ((1, 64, 64, 64), (3, 129, 200, 77), (7, 768, 768, 1024)):
         for graph in (False, True):
-            a, b = rand(batch, m, k, gen=gen), rand(batch, k, n, gen=gen)
+            a, b = rand(batch, m, k, gen=gen, dtype=dtype), rand(batch, k, n, gen=gen, dtype=dtype)
             out = torch.full((batch, m, n), float("nan"), device="cuda", dtype=torch.float32)
             args = (list(a.unbind(0)), list(b.unbind(0))) if mode == "grouped" else (a, b)
             outs = list(out.unbind(0)) if mode == "grouped" else out
@@ -220,8 +228,8 @@ def test_bmm_every_mode_odd_batches(spec, mode):
                 result = zoo.bmm(*args, mode=mode, graph=graph, out=outs, out_dtype=torch.float32, kernel=spec.name)
                 torch.cuda.synchronize()
                 check_batch(a, b, out)
-                a.copy_(rand(batch, m, k, gen=gen))
-                b.copy_(rand(batch, k, n, gen=gen))
+                a.copy_(rand(batch, m, k, gen=gen, dtype=dtype))
+                b.copy_(rand(batch, k, n, gen=gen, dtype=dtype))
                 out.fill_(float("nan"))
             assert result is outs
 
@@ -236,10 +244,11 @@ def test_grouped_mixed_shapes_every_dtype(spec):
         a_list = [rand(m, k, gen=gen, dtype=dtype) for m, _, k in shapes]
         b_list = [rand(k, n, gen=gen, dtype=dtype) for _, n, k in shapes]
         for mode in ("grouped", "streams"):
-            outs = zoo.bmm(a_list, b_list, mode=mode, out_dtype=out_dtype, kernel=spec.name)
-            assert [tuple(c.shape) for c in outs] == [(m, n) for m, n, _ in shapes]
-            assert all(c.dtype == out_dtype for c in outs)
-            check_batch(a_list, b_list, outs)
+            with bench.tf32_matmul(spec.tf32):  # the call and its reference
+                outs = zoo.bmm(a_list, b_list, mode=mode, out_dtype=out_dtype, kernel=spec.name)
+                assert [tuple(c.shape) for c in outs] == [(m, n) for m, n, _ in shapes]
+                assert all(c.dtype == out_dtype for c in outs)
+                check_batch(a_list, b_list, outs)
 
 
 def test_bmm_default_mode_and_empty_problems():

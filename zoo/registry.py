@@ -338,8 +338,14 @@ SM90_GEMM = KernelSpec(
 
 # ----------------------------------------------------------------------------- fp32: SIMT and TF32
 
-SIMT_LANE_TILE = 64          # TM x TN = 8 x 8 outputs per lane in kernels/sm75/sgemm_simt.cu
-SIMT_REGS = 168              # MAX_REGS in kernels/sm75/sgemm_simt.cu (its __launch_bounds__ cap)
+SIMT_LANE_COLS = 8           # TN in kernels/sm75/sgemm_simt.cu: a lane's 8 columns (two float4s)
+SIMT_REGS_BEYOND_ACC = 104   # ZOO_SIMT_REGS_BEYOND_ACC there: its register cap is the accumulators plus this
+
+
+def _simt_lane_rows(c: cfgs.TileConfig) -> int:
+    """TM: rows of a lane's register tile, for a warp of (32 / lanes per row) x (warp_n / 8) lanes."""
+    lanes_n = max(c.warp_n // SIMT_LANE_COLS, 1)
+    return c.warp_m // max(32 // lanes_n, 1)
 
 
 def _simt_smem(c: cfgs.TileConfig) -> int:
@@ -347,10 +353,20 @@ def _simt_smem(c: cfgs.TileConfig) -> int:
     return 2 * c.block_k * (c.block_m + c.block_n) * 4
 
 
+def _simt_registers(c: cfgs.TileConfig) -> int:
+    """The kernel's launch bound: accumulators + SIMT_REGS_BEYOND_ACC, rounded to whole blocks."""
+    blocks = max(1, 65536 // ((_simt_lane_rows(c) * SIMT_LANE_COLS + SIMT_REGS_BEYOND_ACC) * c.threads))
+    return min(255, 65536 // (blocks * c.threads) // 8 * 8)
+
+
 def _simt_rules(c: cfgs.TileConfig) -> list[str]:
     out = []
-    if c.warp_m * c.warp_n != 32 * SIMT_LANE_TILE:
-        out.append(f"warp tile {c.warp_m}x{c.warp_n} must hold 32 lanes x 8x8 = 2048 outputs")
+    lanes_n = c.warp_n // SIMT_LANE_COLS
+    if c.warp_n % SIMT_LANE_COLS or lanes_n not in (1, 2, 4, 8):
+        out.append(f"warp_n {c.warp_n} must be 8, 16, 32 or 64: 8 columns per lane, 1-8 lanes per row")
+    elif c.warp_m % (32 // lanes_n) or _simt_lane_rows(c) not in (4, 8, 12, 16):
+        out.append(f"warp tile {c.warp_m}x{c.warp_n} gives lanes {c.warp_m * c.warp_n // 32} outputs; "
+                   "each must hold 4, 8, 12 or 16 rows of 8")
     if c.block_k not in (8, 16):
         out.append(f"block_k {c.block_k} must be 8 or 16 (the A swizzle spreads 16 or 8 rows per k group)")
     if c.block_m % 32:
@@ -374,8 +390,8 @@ SM75_SGEMM = KernelSpec(
                    (r"\bLDG\.E\.128\b", "LDG.128")),
     sass_forbidden=((r"\b(HMMA|HGMMA)\.", "tensor-core MMA (this is the full-precision path)"),
                     (r"\b(LDL|STL)\b", "LDL/STL (local memory)")),
-    description="FP32 SIMT (FFMA), 8x8 per lane, transposed+swizzled A, register-prefetch double buffer",
-    launch_registers=lambda c: SIMT_REGS,
+    description="FP32 SIMT (FFMA), 8-16 x 8 per lane, transposed+swizzled A, register-prefetch double buffer",
+    launch_registers=_simt_registers,
     pipeline="{stages} shared-memory buffers + 1 register stage: the next K-tile is loaded into "
              "registers during this one's FFMAs, stored to the other buffer, one barrier per K-step",
 )

@@ -9,11 +9,12 @@
 // Launch: 1-D grid of ceil(M/BM)*ceil(N/BN) blocks in grouped order, 32 x (BM/WARP_M) x
 //   (BN/WARP_N) threads, ZOO_SMEM_BYTES of dynamic shared memory.
 //
-// Tiling: each warp owns a WARP_M x WARP_N tile (2048 outputs), each lane an 8x8 register tile
-//   made of 2 x 2 blocks of 4 x 4: rows 4*lm + {0..3} and WARP_M/2 + 4*lm + {0..3}, columns
-//   likewise with ln. Per k a lane reads two float4 of A and two of B (LDS.128) for 64 FFMA,
-//   and lanes of one row group read the same A float4 (a broadcast). The epilogue stores each
-//   row's 4 columns as one float4: a warp writes WARP_N/8 lanes x 16 B contiguous per row.
+// Tiling: each warp owns a WARP_M x WARP_N tile, its lanes a grid of LANES_M x LANES_N
+//   (LANES_N = WARP_N / 8), each lane a TM x 8 register tile made of SUB_M x 2 blocks of 4 x 4:
+//   rows 4*lm + {0..3} + s * WARP_M/SUB_M, columns 4*ln + {0..3} and WARP_N/2 + 4*ln + {0..3}.
+//   Per k a lane reads SUB_M + 2 float4 (LDS.128) for TM x 8 FFMA, and lanes of one row group
+//   read the same A float4 (a broadcast). The epilogue stores each row's 4 columns as one
+//   float4: a warp writes LANES_N lanes x 16 B contiguous per row.
 // Pipeline (register prefetch, as on Turing): K-tile k+1 is loaded into registers (float4,
 //   LDG.128) while the FFMAs run on K-tile k from shared-memory buffer k%2; then the registers
 //   go to buffer (k+1)%2; one __syncthreads per K-tile.
@@ -45,18 +46,24 @@ constexpr int BM = ZOO_BM, BN = ZOO_BN, BK = ZOO_BK;
 constexpr int WARP_M = ZOO_WARP_M, WARP_N = ZOO_WARP_N;
 constexpr int WARPS_N = BN / WARP_N;
 constexpr int THREADS = 32 * (BM / WARP_M) * WARPS_N;
-constexpr int TM = 8, TN = 8;                          // a lane's register tile
-constexpr int LANES_M = WARP_M / TM, LANES_N = WARP_N / TN;
+constexpr int TN = 8;                                  // a lane's register tile: TM x TN
+constexpr int LANES_N = WARP_N / TN, LANES_M = 32 / LANES_N;
+constexpr int TM = WARP_M / LANES_M, SUB_M = TM / 4;   // SUB_M blocks of 4 rows, WARP_M / SUB_M apart
 constexpr int A_VECS = BM * BK / 4 / THREADS;          // float4 loads per thread per K-tile
 constexpr int B_VECS = BK * BN / 4 / THREADS;
 constexpr int SMEM_BYTES = 2 * BK * (BM + BN) * 4;     // two buffers of As and Bs
-// Registers: 64 accumulators, two 8-float fragments (the compiler double-buffers them), the
-// prefetched K-tile and the addresses take 130-168 (no spills); capped at 128 they spill, so
-// the cap is MAX_REGS: one 256-thread block per SM, or three 128-thread blocks.
-constexpr int MAX_REGS = 168;
+// Registers: the TM x 8 accumulators plus the fragments (the compiler double-buffers them), the
+// prefetched K-tile and the addresses, which take up to REGS_BEYOND_ACC more (8x8 tiles use
+// 130-168 in all; capped at 128 they spill). The launch bound gives each thread that budget:
+// as many blocks per SM as it leaves room for.
+#ifndef ZOO_SIMT_REGS_BEYOND_ACC
+#define ZOO_SIMT_REGS_BEYOND_ACC 104
+#endif
+constexpr int MAX_REGS = TM * TN + ZOO_SIMT_REGS_BEYOND_ACC;
 constexpr int MIN_BLOCKS = zoo::cmax(1, 65536 / (MAX_REGS * THREADS));
 
-static_assert(LANES_M * LANES_N == 32, "a warp's tile is 32 lanes of 8x8");
+static_assert(WARP_N % TN == 0 && 32 % LANES_N == 0 && LANES_N <= 8, "8 columns per lane, 1-8 lanes per row");
+static_assert(WARP_M % LANES_M == 0 && TM % 4 == 0 && TM <= 16, "4, 8, 12 or 16 rows per lane");
 static_assert(BM % WARP_M == 0 && BN % WARP_N == 0, "the block splits into warp tiles");
 static_assert(BK == 8 || BK == 16, "BK: the A swizzle below spreads 16 or 8 rows per k group");
 static_assert(BM >= 32 && BM % 32 == 0, "the A swizzle flips bits 3-4 of m inside 32-row groups");
@@ -102,22 +109,32 @@ __device__ __forceinline__ void sgemm(const float* __restrict__ A, const float* 
 
   // Thread tid's share of a K-tile: A float4 v covers row a_row(v), columns a_col(v)..+3;
   // B float4 v covers row b_row(v), columns b_col(v)..+3.
+  // Tiles wholly inside the matrices (all but the edges) take unchecked float4 loads: the
+  // branch is uniform per block and K-tile, and the loop carries no per-element predicates.
+  const bool a_inside = vec_a && m0 + BM <= M, b_inside = vec_b && n0 + BN <= N;
   float4 a_regs[A_VECS], b_regs[B_VECS];
   auto load_tile = [&](int kt) {
     const int k0 = kt * BK;
+    const bool k_inside = k0 + BK <= K;
 #pragma unroll
     for (int v = 0; v < A_VECS; ++v) {
       const int idx = v * THREADS + tid, r = idx / (BK / 4), c = (idx % (BK / 4)) * 4;
       const int gm = m0 + r, gk = k0 + c;
-      a_regs[v] = gm < M ? load4(A + static_cast<long long>(gm) * lda + gk, K - gk, vec_a)
-                         : make_float4(0.f, 0.f, 0.f, 0.f);
+      const float* const src = A + static_cast<long long>(gm) * lda + gk;
+      if (a_inside && k_inside)
+        a_regs[v] = __ldg(reinterpret_cast<const float4*>(src));
+      else
+        a_regs[v] = gm < M ? load4(src, K - gk, vec_a) : make_float4(0.f, 0.f, 0.f, 0.f);
     }
 #pragma unroll
     for (int v = 0; v < B_VECS; ++v) {
       const int idx = v * THREADS + tid, r = idx / (BN / 4), c = (idx % (BN / 4)) * 4;
       const int gk = k0 + r, gn = n0 + c;
-      b_regs[v] = gk < K ? load4(B + static_cast<long long>(gk) * ldb + gn, N - gn, vec_b)
-                         : make_float4(0.f, 0.f, 0.f, 0.f);
+      const float* const src = B + static_cast<long long>(gk) * ldb + gn;
+      if (b_inside && k_inside)
+        b_regs[v] = __ldg(reinterpret_cast<const float4*>(src));
+      else
+        b_regs[v] = gk < K ? load4(src, N - gn, vec_b) : make_float4(0.f, 0.f, 0.f, 0.f);
     }
   };
   auto store_tile = [&](int buf) {
@@ -142,7 +159,9 @@ __device__ __forceinline__ void sgemm(const float* __restrict__ A, const float* 
 #pragma unroll
     for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
 
-  const int a_off[2] = {wm0 + 4 * lm, wm0 + WARP_M / 2 + 4 * lm};
+  int a_off[SUB_M];  // the first row of each 4-row block of this lane, and of each 4-column block
+#pragma unroll
+  for (int sm = 0; sm < SUB_M; ++sm) a_off[sm] = wm0 + sm * (WARP_M / SUB_M) + 4 * lm;
   const int b_off[2] = {wn0 + 4 * ln, wn0 + WARP_N / 2 + 4 * ln};
   const int k_tiles = zoo::ceil_div(K, BK);
   load_tile(0);
@@ -158,10 +177,13 @@ __device__ __forceinline__ void sgemm(const float* __restrict__ A, const float* 
     for (int k = 0; k < BK; ++k) {
       float a[TM], b[TN];
 #pragma unroll
+      for (int sm = 0; sm < SUB_M; ++sm) {
+        const float4 av = *reinterpret_cast<const float4*>(as + k * BM + (a_off[sm] ^ a_swizzle(k)));
+        a[4 * sm] = av.x, a[4 * sm + 1] = av.y, a[4 * sm + 2] = av.z, a[4 * sm + 3] = av.w;
+      }
+#pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const float4 av = *reinterpret_cast<const float4*>(as + k * BM + (a_off[h] ^ a_swizzle(k)));
         const float4 bv = *reinterpret_cast<const float4*>(bs + k * BN + b_off[h]);
-        a[4 * h] = av.x, a[4 * h + 1] = av.y, a[4 * h + 2] = av.z, a[4 * h + 3] = av.w;
         b[4 * h] = bv.x, b[4 * h + 1] = bv.y, b[4 * h + 2] = bv.z, b[4 * h + 3] = bv.w;
       }
 #pragma unroll
