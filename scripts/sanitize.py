@@ -11,6 +11,7 @@ import zoo
 from zoo import registry
 
 spec = registry.kernel(sys.argv[1] if len(sys.argv) > 1 else "sm90_gemm_tma_wgmma")
+torch.backends.cuda.matmul.allow_tf32 = spec.tf32  # the TF32 kernel runs only where allowed
 
 
 def check(a, b, c, what: str) -> None:

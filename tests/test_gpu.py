@@ -137,7 +137,7 @@ def test_occupancy_model_matches_the_driver():
     idx = torch.cuda.current_device()
     lim = gemm.device_limits(idx)
     for spec, cfg in {(c[0].name, c[1].name): c[:2] for c in CASES}.values():
-        fn = gemm.compiled(spec, cfg, "float16", "float32", idx)
+        fn = gemm.compiled(spec, cfg, *next(iter(spec.entry)), idx)
         attrs = cuda.function_attributes(fn)
         model = sass.occupancy(lim, cfg.threads, attrs["registers"], fn.smem_bytes + attrs["static_smem"])
         assert model.blocks_per_sm == cuda.max_active_blocks(fn, cfg.threads), (cfg.name, attrs, model)

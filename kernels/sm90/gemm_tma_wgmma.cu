@@ -4,6 +4,12 @@
 //   (row strides multiples of 16 bytes, 16-byte-aligned bases: the host copies other inputs);
 //   C row-major (ldc) in the input dtype or fp32. FP32 accumulation. Any M, N, K >= 1.
 //   Entry points: zoo_gemm_sm90_{f16,bf16}_{f16,bf16,f32}out (input dtype, output dtype).
+//   Built with -DZOO_TF32: fp32 A, B and C through wgmma .tf32 (entry zoo_gemm_sm90_tf32).
+//   wgmma takes tf32 operands from shared memory only K-major, and row-major B is N-major, so
+//   this variant computes C^T = B^T A^T: each consumer loads its 64 columns of the B stage
+//   into registers (conflict-free 32-bit loads, rounded to tf32) as wgmma's A operand and
+//   reads the A stage (K-major) as wgmma's B operand; the epilogue writes the transposed
+//   accumulators into the same swizzled C boxes. Same producer, ring, scheduler and split-K.
 //   Runs on CC 9.0 only (wgmma, setmaxnreg: compiled for sm_90a by NVRTC in zoo/cuda.py, with
 //   the tile shape and STAGES as -D defines).
 //
@@ -12,7 +18,7 @@
 //   dynamic shared memory. Cluster c walks stacks of CLUSTER_M tiles c, c + clusters, ... in
 //   grouped (L2-friendly) order; each CTA of the cluster takes one tile of the stack.
 //   Tensor maps, all 128-byte swizzled, zero fill outside the tensor: tmap_a (M rows, K cols),
-//   box BM x 64; tmap_b (K rows, N cols), box BK x 64; tmap_c (M rows, N cols), box 64 x 128 B,
+//   box BM x 128 B; tmap_b (K rows, N cols), box BK x 128 B; tmap_c (M rows, N cols), box 64 x 128 B,
 //   used when c_tma != 0 (C's base and row stride 16-byte aligned), else C is stored directly.
 //   splits > 1 (split-K, for grids under one wave): each tile's K-tiles are cut into `splits`
 //   units; workspace holds their fp32 partials and counters (zeroed, one int per tile and
@@ -25,13 +31,15 @@
 //   wgmma m64nWG_Nk16 from shared-memory descriptors, and release the stage ("empty") once the
 //   next K-tile's MMAs are in flight (wgmma.wait_group 1), so the tensor cores never wait on a
 //   release. setmaxnreg moves registers from the producer to the consumers' accumulators.
+//   TF32: a commit group per k8 wgmma, each with its own 4 fragment registers; a fragment is
+//   reloaded only once the same step of the previous K-tile is done (wgmma.wait_group 3).
 //   The producer runs ahead into the next tile while the consumers store this one: registers
 //   to swizzled shared memory, then a TMA store that drains under the next tile's MMAs.
 //   In a cluster, the CTAs' tiles share columns: each producer loads 1/CLUSTER_M of the B boxes
 //   and multicasts them to every CTA, so a stage is free only when the consumers of all the
 //   cluster's CTAs have released it (they arrive on every CTA's "empty" barrier).
-// Shared memory: A stage = BM rows x 128 B (K-major, 128B swizzle); B stage = BN/64 boxes of
-//   BK rows x 128 B (N-major, 128B swizzle; wgmma reads it transposed); then per consumer two
+// Shared memory: A stage = BM rows x 128 B (K-major, 128B swizzle); B stage = BN/BOX_COLS boxes
+//   of BK rows x 128 B (N-major, 128B swizzle; wgmma reads it transposed); then per consumer two
 //   64-row C boxes; then the mbarriers and the consumers' split-K flags. Stages and boxes are 1024-byte aligned, as the swizzle
 //   atom (8 rows x 128 B) requires.
 //
