@@ -30,15 +30,26 @@ class ArchLimits:
     mem_clock_mhz: int = 0
     mem_bus_bits: int = 0
     source: str = "table"        # "table" (offline) or "device"
-    # Datasheet rates of the reference part (dense fp16 tensor-core FLOP/s, DRAM bandwidth):
-    # the roofline `zoo explain` draws. Not measured here; 0 when unknown.
+    # Datasheet rates of the reference part (dense FLOP/s: fp16 and tf32 tensor cores, fp32
+    # CUDA cores; DRAM bandwidth): the roofline `zoo explain` draws. Not measured here; 0 when
+    # unknown or absent (a T4 has no TF32).
     peak_fp16_tflops: float = 0.0
     dram_gbps: float = 0.0
+    peak_fp32_tflops: float = 0.0
+    peak_tf32_tflops: float = 0.0
+
+    def peak_tflops(self, math: str = "fp16") -> float:
+        """The datasheet rate of `math`: "fp16" (tensor), "tf32" (tensor) or "fp32" (FFMA)."""
+        return {"fp16": self.peak_fp16_tflops, "tf32": self.peak_tf32_tflops,
+                "fp32": self.peak_fp32_tflops}[math]
+
+    def ridge(self, math: str = "fp16") -> float:
+        """FLOP per DRAM byte above which the math units, not memory, bound a kernel."""
+        return 1e3 * self.peak_tflops(math) / self.dram_gbps if self.dram_gbps else 0.0
 
     @property
     def ridge_flop_per_byte(self) -> float:
-        """FLOP per DRAM byte above which the tensor cores, not memory, bound a kernel."""
-        return 1e3 * self.peak_fp16_tflops / self.dram_gbps if self.dram_gbps else 0.0
+        return self.ridge("fp16")
 
     @property
     def max_warps_per_sm(self) -> int:
@@ -53,17 +64,20 @@ TABLE: dict[str, ArchLimits] = {
                         smem_per_block_optin=64 * KIB, smem_reserved_per_block=0,
                         regs_per_sm=65536, regs_per_block=65536, max_regs_per_thread=255,
                         max_threads_per_sm=1024, max_blocks_per_sm=16, l2_bytes=4 * 1024 * KIB,
-                        sm_clock_mhz=1590, peak_fp16_tflops=65.0, dram_gbps=320.0),
+                        sm_clock_mhz=1590, peak_fp16_tflops=65.0, dram_gbps=320.0,
+                        peak_fp32_tflops=8.1),
     "sm_80": ArchLimits("sm_80", (8, 0), "A100 SXM4", sm_count=108, smem_per_sm=164 * KIB,
                         smem_per_block_optin=163 * KIB, smem_reserved_per_block=1 * KIB,
                         regs_per_sm=65536, regs_per_block=65536, max_regs_per_thread=255,
                         max_threads_per_sm=2048, max_blocks_per_sm=32, l2_bytes=40 * 1024 * KIB,
-                        sm_clock_mhz=1410, peak_fp16_tflops=312.0, dram_gbps=1555.0),
+                        sm_clock_mhz=1410, peak_fp16_tflops=312.0, dram_gbps=1555.0,
+                        peak_fp32_tflops=19.5, peak_tf32_tflops=156.0),
     "sm_90a": ArchLimits("sm_90a", (9, 0), "H100 SXM5", sm_count=132, smem_per_sm=228 * KIB,
                          smem_per_block_optin=227 * KIB, smem_reserved_per_block=1 * KIB,
                          regs_per_sm=65536, regs_per_block=65536, max_regs_per_thread=255,
                          max_threads_per_sm=2048, max_blocks_per_sm=32, l2_bytes=50 * 1024 * KIB,
-                         sm_clock_mhz=1980, peak_fp16_tflops=989.0, dram_gbps=3350.0),
+                         sm_clock_mhz=1980, peak_fp16_tflops=989.0, dram_gbps=3350.0,
+                         peak_fp32_tflops=67.0, peak_tf32_tflops=494.7),
 }
 OFFLINE_ARCHS = tuple(TABLE)
 

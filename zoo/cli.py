@@ -203,18 +203,19 @@ def cmd_explain(args) -> int:
             ridge = e.ridge_flop_per_byte
             console.print(f"Pipeline ({e.config}): {e.pipeline}.")
             console.print(
-                f"Roofline ({limits.part} datasheet: {limits.peak_fp16_tflops:g} TFLOP/s fp16 tensor, "
+                f"Roofline ({limits.part} datasheet: {limits.peak_tflops(e.math):g} TFLOP/s "
+                f"{MATH_UNITS[e.math]}, "
                 f"{limits.dram_gbps:g} GB/s): ridge point {ridge:.0f} FLOP per DRAM byte. The whole GEMM "
                 f"moves {e.problem_flop_per_byte:.0f} FLOP/B if A, B and C cross DRAM once: "
                 + ("compute-bound." if e.problem_flop_per_byte >= ridge else "memory-bound.")
                 + " One block tile's K-step does tile FLOP/B on the operands it loads; below the ridge, the"
-                " tensor cores keep busy only because neighbouring tiles re-read A and B from L2 (the"
+                " math units keep busy only because neighbouring tiles re-read A and B from L2 (the"
                 " grouped block order), not DRAM.")
             console.print("blocks/SM is the least of the limits by threads, blocks, registers and shared memory "
                           "(CUDA occupancy rules); waves = tiles / (SMs x blocks per SM).")
     _write_json(args.json, {"kernel": spec.name, "arch": target, "part": limits.part, "m": args.m, "n": args.n,
                             "k": args.k, "out_dtype": out_name, "chosen": chosen.name,
-                            "ridge_flop_per_byte": limits.ridge_flop_per_byte,
+                            "ridge_flop_per_byte": found[0].ridge_flop_per_byte if found else None,
                             "configs": [{"config": e.config, "function": e.function, "threads": e.threads,
                                          "registers": e.registers, "smem_bytes": e.smem_bytes,
                                          "blocks_per_sm": e.occupancy.blocks_per_sm,
@@ -261,6 +262,7 @@ def cmd_export(args) -> int:
 
 DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
 SHORT_NAMES = {v: k for k, v in DTYPES.items()}
+MATH_UNITS = {"fp16": "fp16 tensor", "tf32": "tf32 tensor", "fp32": "fp32 FFMA"}
 
 
 def _run_candidates(args, lim, problem):

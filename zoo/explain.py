@@ -30,11 +30,19 @@ class Explanation:
     tile_flop_per_byte: float      # one K-step: 2*BM*BN*BK FLOP over (BM+BN)*BK operand bytes
     problem_flop_per_byte: float   # the whole GEMM with A, B read and C written once
     ridge_flop_per_byte: float
+    math: str                      # the units the roofline is drawn for: fp16, tf32 or fp32
     pipeline: str
 
 
 def pipeline_depth(spec: KernelSpec, cfg: cfgs.TileConfig) -> str:
     return spec.pipeline.format(stages=cfg.stages, ahead=cfg.stages - 1)
+
+
+def math_of(spec: KernelSpec, problem: Problem) -> str:
+    """fp16 / bf16 run on fp16-rate tensor cores, fp32 on TF32 ones or on the CUDA cores."""
+    if problem.dtype != "float32":
+        return "fp16"
+    return "tf32" if spec.tf32 else "fp32"
 
 
 def explain(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits, problem: Problem) -> Explanation:
@@ -54,5 +62,5 @@ def explain(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits, problem:
         tile_flop_per_byte=2 * cfg.block_m * cfg.block_n * cfg.block_k
         / ((cfg.block_m + cfg.block_n) * cfg.block_k * in_bytes),
         problem_flop_per_byte=2 * m * n * k / ((m * k + k * n) * in_bytes + m * n * out_bytes),
-        ridge_flop_per_byte=limits.ridge_flop_per_byte,
+        ridge_flop_per_byte=limits.ridge(math_of(spec, problem)), math=math_of(spec, problem),
         pipeline=pipeline_depth(spec, cfg))
