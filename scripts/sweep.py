@@ -11,11 +11,12 @@ from zoo import bench, configs, gemm, registry
 
 EXTRA = {  # tiles tried beyond the configs file: (block_m, block_n, block_k, warp_m, warp_n, stages, group_m)
     "sm75_hgemm_wmma": [(128, 128, 64, 64, 64, 2, 8)],
-    "sm80_gemm_mma": [(256, 128, 32, 64, 64, 4, 8), (256, 128, 32, 64, 64, 3, 8), (128, 128, 32, 64, 64, 4, 8),
-                      (256, 128, 64, 64, 64, 3, 8)],
+    "sm80_gemm_mma": [(256, 128, 32, 64, 64, 5, 8), (256, 128, 32, 64, 64, 6, 8), (256, 128, 32, 64, 64, 4, 4),
+                      (256, 128, 32, 64, 64, 4, 16), (128, 256, 32, 64, 64, 6, 8), (256, 128, 64, 64, 64, 4, 8)],
 }
 DT = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
-base = registry.kernel(sys.argv[1])
+# Ring depths beyond the configs file's are tried too (the kernel takes any STAGES >= 2).
+base = dataclasses.replace(registry.kernel(sys.argv[1]), stages=tuple(range(2, 9)))
 size, dtype, od = int(sys.argv[2]), DT[sys.argv[3]], DT[sys.argv[4]]
 variants = [base] + [dataclasses.replace(base, name=Path(p).stem, source=Path(p).resolve()) for p in sys.argv[5:]]
 tiles = list(base.configs) + [configs.TileConfig(f"{bm}x{bn}x{bk}/w{wm}x{wn}/s{st}/g{g}", bm, bn, bk, wm, wn, st,

@@ -54,10 +54,11 @@ def cmd_list(args) -> int:
     rows = []
     for k in registry.KERNELS:
         names = ", ".join(c.name for c in k.configs)
-        table.add_row(k.name, k.eligible_ccs(), ", ".join(k.offline_archs),
-                      ", ".join(f"{i}->{o}" for i, o in k.entry), ", ".join(k.layouts), names, k.description)
+        pairs = ", ".join(f"{i}->{o}" for i, o in k.entry) + (" (TF32, where allowed)" if k.tf32 else "")
+        table.add_row(k.name, k.eligible_ccs(), ", ".join(k.offline_archs), pairs, ", ".join(k.layouts),
+                      names, k.description)
         rows.append({"kernel": k.name, "eligible_cc": k.eligible_ccs(), "offline_archs": k.offline_archs,
-                     "dtypes": [list(pair) for pair in k.entry], "layouts": k.layouts,
+                     "dtypes": [list(pair) for pair in k.entry], "tf32": k.tf32, "layouts": k.layouts,
                      "configs": [asdict(c) for c in k.configs]})
     if args.json != "-":
         console.print(table)
