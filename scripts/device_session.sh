@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The device run behind the README's results: facts, the GPU tests, every eligible kernel side
-# by side with torch.mm in each dtype pair, the bench suites (4096^3, 8192^3, LLM shapes),
-# compute-sanitizer on the sm_90a kernel, and ncu's bank-conflict, occupancy and tensor-pipe
+# by side with torch.mm in each dtype pair, the bench suites (4096^3, 8192^3, LLM shapes), the
+# fp32 kernels (SIMT without TF32, TF32) at 1024^3, 4096^3 and 8192^3, compute-sanitizer on
+# the sm_90a kernels and the SIMT one, and ncu's bank-conflict, occupancy and tensor-pipe
 # figures for each kernel's automatic config. Logs land in $OUT.
 #   run on a GPU machine from the checkout: bash scripts/device_session.sh
 set -u
@@ -23,13 +24,20 @@ for pair in "fp16 fp32" "bf16 bf16" "bf16 fp32"; do
   bin/zoo bench --suite square --dtype "$1" --out-dtype "$2" --json "$OUT/bench-square-$1-$2.json" | grep -E "^│ square"
 done
 bin/zoo bench --suite llm --eager --json "$OUT/bench-llm-eager.json" | grep geometric
+for n in 1024 4096 8192; do
+  bin/zoo run --dtype fp32 -m $n -n $n -k $n --json "$OUT/fp32-$n.json" | grep -E "^│ sm"
+  bin/zoo run --dtype fp32 --tf32 -m $n -n $n -k $n --json "$OUT/tf32-$n.json" | grep -E "^│ sm"
+done
+bin/zoo bench --suite llm --dtype fp32 --tf32 --json "$OUT/bench-llm-tf32.json" | grep geometric
 bin/zoo batched --json "$OUT/batched.json" | tail -14
 bin/zoo batched --pipeline --trace "$OUT/pipeline-trace.json" --json "$OUT/pipeline.json" | tail -18
 SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
-for tool in memcheck racecheck; do
-  # --report-api-errors no: torch and cuda-python probe driver entry points that do not exist
-  "$SAN" --tool $tool --report-api-errors no python3 scripts/sanitize.py sm90_gemm_tma_wgmma > "$OUT/sanitizer-$tool.txt" 2>&1
-  echo "compute-sanitizer $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer-$tool.txt")"
+for kernel in sm90_gemm_tma_wgmma sm90_gemm_tf32 sm75_sgemm_simt; do
+  for tool in memcheck racecheck; do
+    # --report-api-errors no: torch and cuda-python probe driver entry points that do not exist
+    "$SAN" --tool $tool --report-api-errors no python3 scripts/sanitize.py $kernel > "$OUT/sanitizer-$kernel-$tool.txt" 2>&1
+    echo "compute-sanitizer $kernel $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/sanitizer-$kernel-$tool.txt")"
+  done
 done
 ncu --clock-control none --kernel-name regex:zoo_ --launch-skip 1 --launch-count 1 --section SpeedOfLight \
   --print-details all python3 scripts/ncu_probe.py 4096 sm90_gemm_tma_wgmma 128x256 > "$OUT/ncu-sm90.txt" 2>&1
