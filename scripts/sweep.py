@@ -15,7 +15,8 @@ EXTRA = {  # tiles tried beyond the configs file: (block_m, block_n, block_k, wa
                       (256, 128, 32, 64, 64, 4, 16), (128, 256, 32, 64, 64, 6, 8), (256, 128, 64, 64, 64, 4, 8)],
 }
 DT = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
-# Ring depths beyond the configs file's are tried too (the kernel takes any STAGES >= 2).
+# Ring depths beyond the configs file's are tried too (the sm80 and sm90 kernels take any
+# STAGES >= 2; the register-prefetch kernels have two buffers whatever STAGES says).
 base = dataclasses.replace(registry.kernel(sys.argv[1]), stages=tuple(range(2, 9)))
 size, dtype, od = int(sys.argv[2]), DT[sys.argv[3]], DT[sys.argv[4]]
 variants = [base] + [dataclasses.replace(base, name=Path(p).stem, source=Path(p).resolve()) for p in sys.argv[5:]]

@@ -330,13 +330,35 @@ def test_fp32_inputs_follow_torchs_tf32_setting():
         exact = bench.relative_error(zoo.mm(a, b), ref)
         assert exact < 1e-5
         tf32 = bench.relative_error(zoo.mm(a, b, allow_tf32=True), ref)
-        torch_tf32 = bench.relative_error(torch.mm(a, b), ref)  # the flag is off: full precision
     with bench.tf32_matmul(True):
         by_flag = bench.relative_error(zoo.mm(a, b), ref)
         torch_tf32 = bench.relative_error(torch.mm(a, b), ref)
         assert bench.relative_error(zoo.mm(a, b, allow_tf32=False), ref) < 1e-5
     lim = gemm.device_limits(torch.cuda.current_device())
     if lim.cc == (9, 0):
-        assert 1e-5 < tf32 <= 2 * torch_tf32 + 1e-5 and by_flag == tf32
+        # by flag or by argument, the same kernel (split-K may add its partials in any order)
+        assert 1e-5 < tf32 <= 2 * torch_tf32 + 1e-5 and abs(by_flag - tf32) <= 0.05 * tf32
     else:
         assert tf32 < 1e-5 and by_flag < 1e-5  # no TF32 kernel here: the SIMT one computes it
+
+
+@pytest.mark.parametrize("spec", KERNELS, ids=lambda k: k.name if k else "none")
+def test_out_views_leave_their_neighbours_alone(spec):
+    """out= a column slice or one row of a wider buffer: nothing outside it is written. (TMA
+    stores whole 16-byte chunks, so a C row that ends inside one must go out another way.)"""
+    gen = torch.Generator(device="cuda").manual_seed(41)
+    dtype = getattr(torch, spec.dtypes[0])
+    WIDE = 128  # the buffer's row: 16-byte aligned in every dtype, wider than any n below + 8
+    with bench.tf32_matmul(spec.tf32):
+        for out_dtype in (getattr(torch, o) for i, o in spec.entry if getattr(torch, i) == dtype):
+            for m, n, k in ((1, 1, 8), (1, 5, 16), (7, 5, 64), (130, 3, 40), (129, 77, 300)):
+                a, b = rand(m, k, gen=gen, dtype=dtype), rand(k, n, gen=gen, dtype=dtype)
+                big = torch.full((m + 2, WIDE), 7.0, device="cuda", dtype=out_dtype)
+                for out in (big[:m, :n], big[1:2, :n] if m == 1 else big[1:m + 1, 8:8 + n]):
+                    before = big.clone()
+                    zoo.mm(a, b, out=out, kernel=spec.name)
+                    outside = torch.ones_like(big, dtype=torch.bool)
+                    row, col = divmod(out.storage_offset(), WIDE)
+                    outside[row:row + m, col:col + n] = False
+                    assert torch.equal(big[outside], before[outside]), (m, n, k, out_dtype, out.storage_offset())
+                    assert bench.verify(a, b, out).ok

@@ -80,3 +80,29 @@ def test_sizes_past_int32_are_refused():
     big = torch.empty(2**31, 0, dtype=H)  # no memory, just a shape
     with pytest.raises(zoo.ZooError, match="dimensions above"):
         zoo.gemm.check_inputs(big, torch.empty(0, 1, dtype=H), None)
+
+
+@pytest.mark.parametrize("api", ["legacy", "fp32_precision"])
+def test_tf32_setting_is_read_and_set_through_either_torch_api(api):
+    """torch >= 2.9 sets TF32 through fp32_precision, after which reading the legacy
+    allow_tf32 raises: zoo reads (and its timing context sets) whichever the caller uses."""
+    matmul = torch.backends.cuda.matmul
+    if api == "fp32_precision" and not hasattr(matmul, "fp32_precision"):
+        pytest.skip(f"torch {torch.__version__} has no fp32_precision")
+    before = matmul.fp32_precision if api == "fp32_precision" else matmul.allow_tf32
+    try:
+        if api == "fp32_precision":
+            matmul.fp32_precision = "tf32"
+        else:
+            matmul.allow_tf32 = True
+        assert zoo.bench.torch_allows_tf32()
+        assert zoo.gemm.tf32_allowed(torch.float32, None) and not zoo.gemm.tf32_allowed(torch.float32, False)
+        assert not zoo.gemm.tf32_allowed(torch.float16, True)  # only fp32 inputs are rounded
+        with zoo.bench.tf32_matmul(False):
+            assert not zoo.bench.torch_allows_tf32() and not zoo.gemm.tf32_allowed(torch.float32, None)
+        assert zoo.bench.torch_allows_tf32()  # restored
+    finally:
+        if api == "fp32_precision":
+            matmul.fp32_precision = before
+        else:
+            matmul.allow_tf32 = before

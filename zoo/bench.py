@@ -30,16 +30,38 @@ def _torch_product(op, a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype)
         return op(a.to(out_dtype), b.to(out_dtype))
 
 
+def torch_allows_tf32() -> bool:
+    """torch's TF32 setting for fp32 matmuls. torch >= 2.9 has a new API
+    (torch.backends.cuda.matmul.fp32_precision); once it is used, reading the legacy flag
+    (allow_tf32) raises, so the new one is read then."""
+    matmul = torch.backends.cuda.matmul
+    try:
+        return bool(matmul.allow_tf32)
+    except RuntimeError:
+        return matmul.fp32_precision == "tf32"
+
+
 @contextlib.contextmanager
 def tf32_matmul(enabled: bool):
-    """torch's TF32 setting for fp32 matmuls (torch.backends.cuda.matmul.allow_tf32) for the
-    block, restored after: the reference and zoo.mm (allow_tf32=None) then agree on it."""
-    before = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = enabled
+    """torch's TF32 setting for fp32 matmuls, set for the block and restored after, through
+    the API the caller uses (the legacy flag, or torch >= 2.9's fp32_precision once that is
+    set): the reference and zoo.mm (allow_tf32=None) then agree on it."""
+    matmul = torch.backends.cuda.matmul
+    try:
+        before, legacy = matmul.allow_tf32, True
+    except RuntimeError:
+        before, legacy = matmul.fp32_precision, False
+    if legacy:
+        matmul.allow_tf32 = enabled
+    else:
+        matmul.fp32_precision = "tf32" if enabled else "ieee"
     try:
         yield
     finally:
-        torch.backends.cuda.matmul.allow_tf32 = before
+        if legacy:
+            matmul.allow_tf32 = before
+        else:
+            matmul.fp32_precision = before
 
 
 def torch_mm(a: torch.Tensor, b: torch.Tensor, out_dtype: torch.dtype) -> torch.Tensor:
@@ -83,7 +105,7 @@ def verify(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, tf32: bool | Non
     err = relative_error(out, ref)
     err_torch = relative_error(torch_mm(a, b, out.dtype), ref)
     if tf32 is None:
-        tf32 = torch.backends.cuda.matmul.allow_tf32
+        tf32 = torch_allows_tf32()
     floor = TF32_FLOOR if tf32 and a.dtype == torch.float32 else FLOOR.get(out.dtype, 1e-4)
     bound = min(2 * err_torch + floor, NORMWISE_BOUND)
     return Check(err <= bound, err, err_torch, bound)

@@ -7,7 +7,7 @@ import struct
 
 import torch
 
-from . import arch, cuda, registry
+from . import arch, bench, cuda, registry
 from .configs import TileConfig
 from .cuda import ZooError
 from .registry import KernelSpec, Problem
@@ -62,10 +62,10 @@ def check_inputs(a, b, out_dtype) -> torch.dtype:
 
 def tf32_allowed(dtype: torch.dtype, allow_tf32: bool | None) -> bool:
     """Whether fp32 inputs may be rounded to TF32: the caller's choice, else torch's own
-    setting for matmuls (torch.backends.cuda.matmul.allow_tf32), as torch.mm decides."""
+    setting for matmuls (allow_tf32 or fp32_precision), as torch.mm decides."""
     if dtype != torch.float32:
         return False
-    return bool(torch.backends.cuda.matmul.allow_tf32 if allow_tf32 is None else allow_tf32)
+    return bench.torch_allows_tf32() if allow_tf32 is None else bool(allow_tf32)
 
 
 def row_major_plan(t: torch.Tensor, aligned: bool) -> tuple[torch.Tensor, int, torch.Tensor | None]:
@@ -178,7 +178,10 @@ def tma_maps(spec: KernelSpec, cfg: TileConfig, a: torch.Tensor, b: torch.Tensor
     dtype = _dtype_name(a.dtype)
     a_map = cuda.tensor_map_2d(a.data_ptr(), dtype, m, k, lda, a_rows, a_cols)
     b_map = cuda.tensor_map_2d(b.data_ptr(), dtype, k, n, ldb, b_rows, b_cols)
-    c_tma = c.data_ptr() % 16 == 0 and (m == 1 or ldc * c.element_size() % 16 == 0)
+    # TMA stores whole 16-byte chunks: a row whose end is not on a 16-byte boundary would be
+    # written past N (measured on the H200), so such C is stored directly.
+    c_tma = c.data_ptr() % 16 == 0 and (m == 1 or ldc * c.element_size() % 16 == 0) \
+        and n * c.element_size() % 16 == 0
     c_map = cuda.tensor_map_2d(c.data_ptr(), _dtype_name(c.dtype), m, n, ldc, c_rows, c_cols) \
         if c_tma else cuda.empty_tensor_map()
     return a_map, b_map, c_map, c_tma

@@ -393,7 +393,7 @@ SM75_SGEMM = KernelSpec(
     description="FP32 SIMT (FFMA), 8-16 x 8 per lane, transposed+swizzled A, register-prefetch double buffer",
     launch_registers=_simt_registers,
     pipeline="{stages} shared-memory buffers + 1 register stage: the next K-tile is loaded into "
-             "registers during this one's FFMAs, stored to the other buffer, one barrier per K-step",
+             "registers during this one's FFMAs, stored to the other buffer, one barrier per K-tile",
 )
 
 TF32_SWIZZLE_COLS = 32       # fp32 elements in one 128-byte swizzled row

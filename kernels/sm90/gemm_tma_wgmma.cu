@@ -19,7 +19,8 @@
 //   grouped (L2-friendly) order; each CTA of the cluster takes one tile of the stack.
 //   Tensor maps, all 128-byte swizzled, zero fill outside the tensor: tmap_a (M rows, K cols),
 //   box BM x 128 B; tmap_b (K rows, N cols), box BK x 128 B; tmap_c (M rows, N cols), box 64 x 128 B,
-//   used when c_tma != 0 (C's base and row stride 16-byte aligned), else C is stored directly.
+//   used when c_tma != 0 (C's base, row stride and row length 16-byte multiples: TMA writes
+//   whole 16-byte chunks), else C is stored directly.
 //   splits > 1 (split-K, for grids under one wave): each tile's K-tiles are cut into `splits`
 //   units; workspace holds their fp32 partials and counters (zeroed, one int per tile and
 //   consumer) counts them in; the last unit of a tile reduces and stores it.
@@ -39,7 +40,8 @@
 //   and multicasts them to every CTA, so a stage is free only when the consumers of all the
 //   cluster's CTAs have released it (they arrive on every CTA's "empty" barrier).
 // Shared memory: A stage = BM rows x 128 B (K-major, 128B swizzle); B stage = BN/BOX_COLS boxes
-//   of BK rows x 128 B (N-major, 128B swizzle; wgmma reads it transposed); then per consumer two
+//   of BK rows x 128 B (N-major, 128B swizzle; wgmma reads it transposed, or for TF32 the
+//   consumers load it into registers); then per consumer two
 //   64-row C boxes; then the mbarriers and the consumers' split-K flags. Stages and boxes are 1024-byte aligned, as the swizzle
 //   atom (8 rows x 128 B) requires.
 //
@@ -329,8 +331,8 @@ __device__ __forceinline__ void release(unsigned empty_bar) {
 // ---- TF32 (transposed) helpers. A consumer's accumulator rows are C columns, its columns C
 // rows. Row r = 16 warp + 8 h + g of the wgmma A operand (g = lane / 4) is C column n_local(r) of
 // the slice: group q = 2 warp + h covers 128-byte box q / 4 and 16-byte chunks q % 4 and q % 4 + 4
-// (rows g % 4 of each), so the 4 lanes reading k = t, t + 4 (t = lane % 4) of one swizzled row
-// land in 8 different chunks: the fragment loads have no bank conflicts.
+// (word g % 4 of each). One fragment load reads 8 columns g at each of 4 k rows (k = t or t + 4,
+// t = lane % 4); the swizzle XORs the chunk with k, so the 32 lanes hit 32 different banks.
 __device__ __forceinline__ int tf32_column(int warp, int h, int g) {
   const int q = 2 * warp + h;
   return (q / 4) * BOX_COLS + 4 * (q % 4 + 4 * (g / 4)) + g % 4;
