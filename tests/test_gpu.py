@@ -362,3 +362,24 @@ def test_out_views_leave_their_neighbours_alone(spec):
                     outside[row:row + m, col:col + n] = False
                     assert torch.equal(big[outside], before[outside]), (m, n, k, out_dtype, out.storage_offset())
                     assert bench.verify(a, b, out).ok
+
+
+def test_zoo_run_fp32_with_and_without_tf32():
+    """`zoo run --dtype fp32 [--tf32]`: the kernel torch's rule picks, verified, as JSON; and a
+    --tf32 that cannot apply is a clear error."""
+    import json
+    import subprocess
+    import sys
+    lim = gemm.device_limits(torch.cuda.current_device())
+    for extra, expected in (([], "sm75_sgemm_simt"),
+                            (["--tf32"], "sm90_gemm_tf32" if lim.cc == (9, 0) else "sm75_sgemm_simt")):
+        proc = subprocess.run([sys.executable, "-m", "zoo", "run", "--dtype", "fp32", *extra, "-m", "300",
+                               "-n", "200", "-k", "100", "--iters", "3", "--warmup", "1", "--json", "-"],
+                              capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        data = json.loads(proc.stdout)
+        assert data["kernel"] == expected and data["tf32"] == bool(extra)
+        (row,) = [r for r in data["results"] if r["kernel"] == expected]
+        assert row["verify"]["ok"]
+    proc = subprocess.run([sys.executable, "-m", "zoo", "run", "--dtype", "fp16", "--tf32"], capture_output=True, text=True)
+    assert proc.returncode == 1 and "--tf32 rounds fp32 inputs" in proc.stderr

@@ -319,7 +319,8 @@ def _out_dtype_name(args, command: str) -> str | None:
     """The output dtype's name (default: the input's); None after saying why it is refused."""
     out_name = args.out_dtype or args.dtype
     if out_name not in (args.dtype, "fp32"):
-        err_console.print(f"zoo {command}: --out-dtype must be {args.dtype} (the input dtype) or fp32, got {out_name}")
+        allowed = "fp32" if args.dtype == "fp32" else f"{args.dtype} (the input dtype) or fp32"
+        err_console.print(f"zoo {command}: --out-dtype must be {allowed}, got {out_name}")
         return None
     if getattr(args, "tf32", False) and args.dtype != "fp32":
         err_console.print(f"zoo {command}: --tf32 rounds fp32 inputs; it goes with --dtype fp32, not {args.dtype}")
