@@ -383,3 +383,20 @@ def test_zoo_run_fp32_with_and_without_tf32():
         assert row["verify"]["ok"]
     proc = subprocess.run([sys.executable, "-m", "zoo", "run", "--dtype", "fp16", "--tf32"], capture_output=True, text=True)
     assert proc.returncode == 1 and "--tf32 rounds fp32 inputs" in proc.stderr
+
+
+def test_bmm_graph_follows_the_tf32_setting():
+    """A graph captured for fp32 inputs under one TF32 setting is not replayed under the
+    other: the setting picks the kernel (on CC 9.0, SIMT or TF32)."""
+    gen = torch.Generator(device="cuda").manual_seed(43)
+    a, b = rand(3, 200, 300, gen=gen, dtype=torch.float32), rand(3, 300, 100, gen=gen, dtype=torch.float32)
+    ref = bench.reference(a[1], b[1])
+    with bench.tf32_matmul(False):
+        exact = bench.relative_error(zoo.bmm(a, b, graph=True)[1].clone(), ref)
+    with bench.tf32_matmul(True):
+        rounded = bench.relative_error(zoo.bmm(a, b, graph=True)[1].clone(), ref)
+    with bench.tf32_matmul(False):
+        again = bench.relative_error(zoo.bmm(a, b, graph=True)[1].clone(), ref)
+    assert exact < 1e-5 and again < 1e-5
+    if gemm.device_limits(torch.cuda.current_device()).cc == (9, 0):
+        assert 1e-5 < rounded < 2e-3

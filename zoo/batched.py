@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import gemm, registry
+from . import bench, gemm, registry
 from .cuda import ZooError
 
 MODES = ("streams", "batched", "grouped")
@@ -164,8 +164,10 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
     if graph:  # replay: looked up from the caller's own tensors, before any other work
         def ident(x):
             return _key(x if isinstance(x, (list, tuple)) else [x]) if isinstance(x, (torch.Tensor, list, tuple)) else None
+        # torch's TF32 setting picks the kernel for fp32 inputs: a graph captured under the
+        # other setting must not be replayed.
         key = (mode, streams, out_dtype, kernel, config, ident(a), ident(b), ident(out),
-               torch.cuda.current_stream().cuda_stream)
+               torch.cuda.current_stream().cuda_stream, bench.torch_allows_tf32())
         cached = _graphs.get(key)
         if cached is not None:
             cached[0].replay()
