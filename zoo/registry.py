@@ -289,8 +289,8 @@ def _sm90_rules(c: cfgs.TileConfig) -> list[str]:
         out.append(f"block_k {c.block_k} must be {TMA_SWIZZLE_COLS}: one 128-byte swizzled row of A per K-tile")
     if c.warp_m != 64:
         out.append(f"warp_m {c.warp_m} must be 64: a consumer warpgroup issues wgmma m64")
-    if c.warp_n not in (128, 256):
-        out.append(f"warp_n {c.warp_n} must be 128 or 256 (the wgmma N the kernel instantiates)")
+    if c.warp_n not in (128, 192, 256):
+        out.append(f"warp_n {c.warp_n} must be 128, 192 or 256 (the wgmma N the kernel instantiates)")
     if c.block_n % TMA_SWIZZLE_COLS:
         out.append(f"block_n {c.block_n} must be a multiple of {TMA_SWIZZLE_COLS} (whole 128-byte B boxes)")
     if (c.block_n // TMA_SWIZZLE_COLS) % c.cluster_m:

@@ -114,7 +114,7 @@ constexpr int CONSUMER_REGS = CONSUMER_REGS_FREE < 256 ? CONSUMER_REGS_FREE : 25
 
 static_assert(BK == BOX_COLS, "a K-tile of A is one 128-byte swizzled row per M row");
 static_assert((TF32 ? WG_N : WG_M) == 64, "a consumer warpgroup issues wgmma m64");
-static_assert(MMA_N == 128 || MMA_N == 256, "wgmma wrappers exist for N = 128 and 256");
+static_assert(MMA_N == 128 || MMA_N == 192 || MMA_N == 256, "wgmma wrappers exist for N = 128, 192 and 256");
 static_assert(BM % WG_M == 0 && BN % WG_N == 0 && BN % BOX_COLS == 0, "tile must split");
 static_assert(BM <= 256 && BK <= 256, "TMA box dimensions are at most 256");
 static_assert(CONSUMERS >= 1 && CONSUMERS <= 3, "one producer and 1-3 consumer warpgroups");
@@ -168,7 +168,8 @@ __device__ __forceinline__ void st_shared_pair(unsigned addr, float x, float y, 
 }
 
 // Epilogue through TMA: the warpgroup's 64 x WG_N slice goes out in chunks of EPI_BOXES
-// boxes (64 rows x 128 B each, 128B-swizzled so the pair stores of 8 rows hit 32 banks). The
+// boxes (64 rows x 128 B each, 128B-swizzled so the pair stores of 8 rows hit 32 banks), or of
+// one box where the slice is an odd number of boxes (192 fp16 columns = 3 boxes). The
 // leader thread issues the stores; the last chunk's store overlaps the next tile's MMAs, and a
 // chunk waits only until the previous store out of the buffer has read it. No bounds checks:
 // TMA skips what falls outside C.
@@ -177,7 +178,8 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[ACC_REGS], uns
                                                const TensorMap* tmap_c, int row0, int col0,
                                                int consumer, int warp, int lane) {
   constexpr int BOX_COLS_C = SWIZZLE_BYTES / sizeof(OutT);
-  constexpr int CHUNK_COLS = EPI_BOXES * BOX_COLS_C;
+  constexpr int CHUNK_BOXES = WG_N % (EPI_BOXES * BOX_COLS_C) == 0 ? EPI_BOXES : 1;
+  constexpr int CHUNK_COLS = CHUNK_BOXES * BOX_COLS_C;
   static_assert(WG_N % CHUNK_COLS == 0, "the slice splits into whole chunks");
   const bool leader = threadIdx.x % WG_THREADS == 0;
   const int swz = (lane / 4) % 8;  // row % 8 of both rows this thread writes
@@ -202,7 +204,7 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[ACC_REGS], uns
     named_barrier(1 + consumer, WG_THREADS);
     if (leader) {
 #pragma unroll
-      for (int b = 0; b < EPI_BOXES; ++b)
+      for (int b = 0; b < CHUNK_BOXES; ++b)
         tma_store_2d(tmap_c, buf + b * EPI_BOX_BYTES, col0 + q * CHUNK_COLS + b * BOX_COLS_C, row0);
       bulk_commit();
     }

@@ -202,6 +202,7 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[N]) {
   ZOO_ACC8(i + 0), ZOO_ACC8(i + 8), ZOO_ACC8(i + 16), ZOO_ACC8(i + 24), ZOO_ACC8(i + 32),   \
       ZOO_ACC8(i + 40), ZOO_ACC8(i + 48), ZOO_ACC8(i + 56)
 #define ZOO_ACC128 ZOO_ACC64(0), ZOO_ACC64(64)
+#define ZOO_ACC96 ZOO_ACC64(0), ZOO_ACC8(64), ZOO_ACC8(72), ZOO_ACC8(80), ZOO_ACC8(88)
 #define ZOO_REGS64                                                                          \
   "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                  \
   "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "        \
@@ -227,8 +228,13 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[N]) {
       : ACC                                                                                 \
       : "l"(desc_a), "l"(desc_b), "r"(accumulate))
 
+#define ZOO_REGS96                                                                          \
+  ZOO_REGS64 ", "                                                                           \
+  "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "        \
+  "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+
 template <int N, bool BF16>
-struct Wgmma;  // N = 128 or 256 columns per warpgroup
+struct Wgmma;  // N = 128, 192 or 256 columns per warpgroup
 
 template <bool BF16>
 struct Wgmma<256, BF16> {
@@ -238,6 +244,18 @@ struct Wgmma<256, BF16> {
       ZOO_WGMMA(256, ZOO_REGS128, ZOO_ACC128, "bf16", 128, 129, 130);
     } else {
       ZOO_WGMMA(256, ZOO_REGS128, ZOO_ACC128, "f16", 128, 129, 130);
+    }
+  }
+};
+
+template <bool BF16>
+struct Wgmma<192, BF16> {
+  static __device__ __forceinline__ void mma(float (&d)[96], unsigned long long desc_a,
+                                             unsigned long long desc_b, int accumulate) {
+    if constexpr (BF16) {
+      ZOO_WGMMA(192, ZOO_REGS96, ZOO_ACC96, "bf16", 96, 97, 98);
+    } else {
+      ZOO_WGMMA(192, ZOO_REGS96, ZOO_ACC96, "f16", 96, 97, 98);
     }
   }
 };
@@ -270,13 +288,21 @@ struct Wgmma<128, BF16> {
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate))
 
 template <int N>
-struct WgmmaTf32;  // N = 128 or 256 columns per warpgroup
+struct WgmmaTf32;  // N = 128, 192 or 256 columns per warpgroup
 
 template <>
 struct WgmmaTf32<256> {
   static __device__ __forceinline__ void mma(float (&d)[128], const unsigned (&a)[4],
                                              unsigned long long desc_b, int accumulate) {
     ZOO_WGMMA_TF32(256, ZOO_REGS128, ZOO_ACC128, 128, 129, 130, 131, 132, 133);
+  }
+};
+
+template <>
+struct WgmmaTf32<192> {
+  static __device__ __forceinline__ void mma(float (&d)[96], const unsigned (&a)[4],
+                                             unsigned long long desc_b, int accumulate) {
+    ZOO_WGMMA_TF32(192, ZOO_REGS96, ZOO_ACC96, 96, 97, 98, 99, 100, 101);
   }
 };
 
