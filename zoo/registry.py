@@ -8,7 +8,7 @@ it. `select(limits, problem)` picks the best eligible kernel and config.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
@@ -298,14 +298,26 @@ def _sm90_rules(c: cfgs.TileConfig) -> list[str]:
                    f"evenly over the cluster's {c.cluster_m} CTAs")
     if c.block_m > 256:
         out.append(f"block_m {c.block_m} > 256, the largest TMA box dimension")
+    return out + _sm90_register_rules(c, c.warp_n // 2, 40, "fp32 accumulators")
+
+
+def _sm90_register_rules(c: cfgs.TileConfig, accumulators: int, others: int, what: str) -> list[str]:
+    """Two consumer warpgroups, whose registers hold `accumulators` plus `others`."""
     if _sm90_consumers(c) != 2:
         # With 384 threads the block is launched at 168 registers; the producer frees 128 x 128
         # and the two consumers take exactly that. Other splits are not tuned or tested.
-        out.append(f"{_sm90_consumers(c)} consumer warpgroups; the kernel's register split assumes 2")
-    elif _sm90_consumer_registers(c) < c.warp_n // 2 + 40:
-        out.append(f"{c.warp_n // 2} fp32 accumulators do not fit the consumers' "
-                   f"{_sm90_consumer_registers(c)} registers")
-    return out
+        return [f"{_sm90_consumers(c)} consumer warpgroups; the kernel's register split assumes 2"]
+    if _sm90_consumer_registers(c) < accumulators + others:
+        return [f"{accumulators} {what} do not fit the consumers' {_sm90_consumer_registers(c)} registers"]
+    return []
+
+
+def _sm90_tma_boxes(c: cfgs.TileConfig, out_size: int) -> tuple[tuple[int, int], ...]:
+    """TMA boxes (rows, cols) of A, B and C: a K-tile is one 128-byte swizzled row (block_k
+    elements), so A's box is block_m rows of it and B's block_k rows of 128 bytes; C goes out in
+    boxes of SM90_EPILOGUE_ROWS rows x 128 bytes."""
+    return ((c.block_m, c.block_k), (c.block_k, c.block_k),
+            (SM90_EPILOGUE_ROWS, cuda.TMA_SWIZZLE_BYTES // out_size))
 
 
 SM90_GEMM = KernelSpec(
@@ -332,8 +344,7 @@ SM90_GEMM = KernelSpec(
              ("bfloat16", "float32"): "zoo_gemm_sm90_bf16", ("bfloat16", "bfloat16"): "zoo_gemm_sm90_bf16_bf16"},
     pipeline="{stages}-stage TMA ring with full/empty mbarriers: the producer warpgroup runs up "
              "to {stages} K-tiles ahead of the two consumer warpgroups, across tiles",
-    tma_boxes=lambda c, out_size: ((c.block_m, c.block_k), (c.block_k, TMA_SWIZZLE_COLS),
-                                   (c.warp_m, cuda.TMA_SWIZZLE_BYTES // out_size)),
+    tma_boxes=_sm90_tma_boxes,
 )
 
 # ----------------------------------------------------------------------------- fp32: SIMT and TF32
@@ -411,35 +422,19 @@ def _tf32_rules(c: cfgs.TileConfig) -> list[str]:
         out.append(f"warp_n {c.warp_n} must be 64: a consumer's wgmma m64 runs along N (the tile is transposed)")
     if c.warp_m != c.block_m or c.warp_m not in (128, 256):
         out.append(f"warp_m {c.warp_m} must equal block_m and be 128 or 256 (the wgmma N, along M)")
-    if _sm90_consumers(c) != 2:
-        out.append(f"{_sm90_consumers(c)} consumer warpgroups; the kernel's register split assumes 2")
-    elif _sm90_consumer_registers(c) < c.warp_m // 2 + 56:
-        out.append(f"{c.warp_m // 2} fp32 accumulators and 16 fragment registers do not fit the "
-                   f"consumers' {_sm90_consumer_registers(c)} registers")
-    return out
+    return out + _sm90_register_rules(c, c.warp_m // 2, 56, "fp32 accumulators and 16 fragment registers")
 
 
-SM90_TF32 = KernelSpec(
+# The same source built with ZOO_TF32: a variant of SM90_GEMM with its own tiles and signature.
+SM90_TF32 = replace(
+    SM90_GEMM,
     name="sm90_gemm_tf32",
-    source=KERNELS_DIR / "sm90" / "gemm_tma_wgmma.cu",
     config_file=cfgs.CONFIGS_DIR / "sm90_gemm_tf32.yaml",
-    min_cc=(9, 0), exact_cc=(9, 0), arch_specific=True,
-    offline_archs=("sm_90a",), layouts=("row x row",),
     entry={("float32", "float32"): "zoo_gemm_sm90_tf32"},
-    aligned_rows=True, mma_shape=(8, 64, 8), stages=tuple(range(2, 9)),
-    smem_bytes=_tf32_smem, rules=_tf32_rules,
-    sass_required=((r"\bHGMMA\.\w+\.F32\.TF32\b", "HGMMA .TF32"), (r"\bUTMALDG\b", "UTMALDG"),
-                   (r"\bSYNCS\.", "SYNCS (mbarrier)"), (r"\bUSETMAXREG\b", "USETMAXREG"),
-                   (r"\bUTMASTG\b", "UTMASTG")),
-    sass_forbidden=((r"\b(LDL|STL)\b", "LDL/STL (local memory)"),
-                    (r"\bHMMA\.", "HMMA (the legacy tensor-core path)")),
+    mma_shape=(8, 64, 8), smem_bytes=_tf32_smem, rules=_tf32_rules,
+    sass_required=((r"\bHGMMA\.\w+\.F32\.TF32\b", "HGMMA .TF32"),) + SM90_GEMM.sass_required[1:],
     description="TF32 wgmma on fp32 data: the sm_90a kernel computing C^T = B^T A^T, B from registers",
-    thread_layout=_sm90_threads, launch_registers=_sm90_launch_registers, persistent=True,
-    split_k=True, tf32=True, extra_defines={"ZOO_TF32": 1},
-    pipeline="{stages}-stage TMA ring with full/empty mbarriers: the producer warpgroup runs up "
-             "to {stages} K-tiles ahead of the two consumer warpgroups, across tiles",
-    tma_boxes=lambda c, out_size: ((c.block_m, c.block_k), (c.block_k, TF32_SWIZZLE_COLS),
-                                   (SM90_EPILOGUE_ROWS, TF32_SWIZZLE_COLS)),
+    cluster_sizes=(1,), exports={}, tf32=True, extra_defines={"ZOO_TF32": 1},
 )
 
 KERNELS: tuple[KernelSpec, ...] = (SM75_HGEMM, SM80_GEMM, SM90_GEMM, SM75_SGEMM, SM90_TF32)
