@@ -33,6 +33,20 @@ inline int raise_smem_limit_once(const void* kernel, int bytes) {
   if (count < 64) done[count++] = kernel;
   return 0;
 }
+
+// The host launch of a one-block-per-tile kernel (sm75, sm80) on packed row-major A, B, C:
+// BM x BN tiles, THREADS threads, SMEM bytes of dynamic shared memory. Returns a cudaError_t.
+template <int BM, int BN, int THREADS, int SMEM, typename Kernel, typename T, typename OutT>
+int launch_per_tile(Kernel kernel, const T* A, const T* B, OutT* C, int M, int N, int K,
+                    cudaStream_t stream) {
+  if (M <= 0 || N <= 0 || K <= 0) return static_cast<int>(cudaErrorInvalidValue);
+  const int smem_rc = raise_smem_limit_once(reinterpret_cast<const void*>(kernel), SMEM);
+  if (smem_rc) return smem_rc;
+  const int blocks = (M + BM - 1) / BM * ((N + BN - 1) / BN);
+  kernel<<<blocks, THREADS, SMEM, stream>>>(A, B, C, M, N, K, K, N, N);
+  ZOO_CUDA_CHECK(cudaGetLastError());
+  return 0;
+}
 }  // namespace zoo
 #else
 typedef unsigned long long uintptr_t;

@@ -269,13 +269,8 @@ extern "C" __global__ void __launch_bounds__(zoo_sm75::THREADS)
 template <typename OutT, typename Kernel>
 static int zoo_launch_sm75(Kernel kernel, const half* A, const half* B, OutT* C, int M, int N,
                            int K, cudaStream_t stream) {
-  if (M <= 0 || N <= 0 || K <= 0) return static_cast<int>(cudaErrorInvalidValue);
-  const int smem_rc = zoo::raise_smem_limit_once(reinterpret_cast<const void*>(kernel), zoo_sm75::SMEM_BYTES);
-  if (smem_rc) return smem_rc;
-  const int blocks = zoo::ceil_div(M, zoo_sm75::BM) * zoo::ceil_div(N, zoo_sm75::BN);
-  kernel<<<blocks, zoo_sm75::THREADS, zoo_sm75::SMEM_BYTES, stream>>>(A, B, C, M, N, K, K, N, N);
-  ZOO_CUDA_CHECK(cudaGetLastError());
-  return 0;
+  using namespace zoo_sm75;
+  return zoo::launch_per_tile<BM, BN, THREADS, SMEM_BYTES>(kernel, A, B, C, M, N, K, stream);
 }
 
 extern "C" int zoo_hgemm_sm75(const half* A, const half* B, float* C, int M, int N, int K,

@@ -314,15 +314,10 @@ ZOO_SM80_ENTRY(zoo_gemm_sm80_bf16_f32out, __nv_bfloat16, float)
 template <typename T, typename OutT, typename Kernel>
 static int zoo_launch_sm80(Kernel kernel, const T* A, const T* B, OutT* C, int M, int N, int K,
                            cudaStream_t stream) {
-  if (M <= 0 || N <= 0 || K <= 0 || K % 8 || N % 8 || reinterpret_cast<uintptr_t>(A) % 16 ||
-      reinterpret_cast<uintptr_t>(B) % 16)
-    return static_cast<int>(cudaErrorInvalidValue);
-  const int smem_rc = zoo::raise_smem_limit_once(reinterpret_cast<const void*>(kernel), zoo_sm80::SMEM_BYTES);
-  if (smem_rc) return smem_rc;
-  const int blocks = zoo::ceil_div(M, zoo_sm80::BM) * zoo::ceil_div(N, zoo_sm80::BN);
-  kernel<<<blocks, zoo_sm80::THREADS, zoo_sm80::SMEM_BYTES, stream>>>(A, B, C, M, N, K, K, N, N);
-  ZOO_CUDA_CHECK(cudaGetLastError());
-  return 0;
+  using namespace zoo_sm80;
+  if (K % 8 || N % 8 || reinterpret_cast<uintptr_t>(A) % 16 || reinterpret_cast<uintptr_t>(B) % 16)
+    return static_cast<int>(cudaErrorInvalidValue);  // cp.async copies 16-byte chunks of rows
+  return zoo::launch_per_tile<BM, BN, THREADS, SMEM_BYTES>(kernel, A, B, C, M, N, K, stream);
 }
 
 extern "C" int zoo_gemm_sm80(const half* A, const half* B, float* C, int M, int N, int K,
