@@ -86,6 +86,24 @@ __device__ __forceinline__ float4 load4(const float* src, int valid, bool vec) {
   return v;
 }
 
+// Thread tid's share of a ROWS x (4 * CHUNKS) tile of a row-major matrix at (row0, col0):
+// float4 v holds row idx / CHUNKS, columns 4 * (idx % CHUNKS) .. + 3 (idx = v * THREADS + tid),
+// zero past rows x cols. `inside`: the whole tile lies in the matrix with 16-byte rows.
+template <int VECS, int CHUNKS>
+__device__ __forceinline__ void load_tile_part(float4 (&regs)[VECS], const float* __restrict__ src0,
+                                               int ld, int rows, int cols, int row0, int col0,
+                                               bool vec, bool inside) {
+#pragma unroll
+  for (int v = 0; v < VECS; ++v) {
+    const int idx = v * THREADS + threadIdx.x, r = row0 + idx / CHUNKS, c = col0 + (idx % CHUNKS) * 4;
+    const float* const src = src0 + static_cast<long long>(r) * ld + c;
+    if (inside)
+      regs[v] = __ldg(reinterpret_cast<const float4*>(src));
+    else
+      regs[v] = r < rows ? load4(src, cols - c, vec) : make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+}
+
 __device__ __forceinline__ float comp(const float4& v, int i) {
   return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
 }
@@ -107,8 +125,7 @@ __device__ __forceinline__ void sgemm(const float* __restrict__ A, const float* 
   const bool vec_b = ldb % 4 == 0 && reinterpret_cast<uintptr_t>(B) % 16 == 0;
   const bool vec_c = ldc % 4 == 0 && reinterpret_cast<uintptr_t>(C) % 16 == 0;
 
-  // Thread tid's share of a K-tile: A float4 v covers row a_row(v), columns a_col(v)..+3;
-  // B float4 v covers row b_row(v), columns b_col(v)..+3.
+  // Thread tid's share of a K-tile: the float4s of load_tile_part, which store_tile places.
   // Tiles wholly inside the matrices (all but the edges) take unchecked float4 loads: the
   // branch is uniform per block and K-tile, and the loop carries no per-element predicates.
   const bool a_inside = vec_a && m0 + BM <= M, b_inside = vec_b && n0 + BN <= N;
@@ -116,26 +133,8 @@ __device__ __forceinline__ void sgemm(const float* __restrict__ A, const float* 
   auto load_tile = [&](int kt) {
     const int k0 = kt * BK;
     const bool k_inside = k0 + BK <= K;
-#pragma unroll
-    for (int v = 0; v < A_VECS; ++v) {
-      const int idx = v * THREADS + tid, r = idx / (BK / 4), c = (idx % (BK / 4)) * 4;
-      const int gm = m0 + r, gk = k0 + c;
-      const float* const src = A + static_cast<long long>(gm) * lda + gk;
-      if (a_inside && k_inside)
-        a_regs[v] = __ldg(reinterpret_cast<const float4*>(src));
-      else
-        a_regs[v] = gm < M ? load4(src, K - gk, vec_a) : make_float4(0.f, 0.f, 0.f, 0.f);
-    }
-#pragma unroll
-    for (int v = 0; v < B_VECS; ++v) {
-      const int idx = v * THREADS + tid, r = idx / (BN / 4), c = (idx % (BN / 4)) * 4;
-      const int gk = k0 + r, gn = n0 + c;
-      const float* const src = B + static_cast<long long>(gk) * ldb + gn;
-      if (b_inside && k_inside)
-        b_regs[v] = __ldg(reinterpret_cast<const float4*>(src));
-      else
-        b_regs[v] = gk < K ? load4(src, N - gn, vec_b) : make_float4(0.f, 0.f, 0.f, 0.f);
-    }
+    load_tile_part<A_VECS, BK / 4>(a_regs, A, lda, M, K, m0, k0, vec_a, a_inside && k_inside);
+    load_tile_part<B_VECS, BN / 4>(b_regs, B, ldb, K, N, k0, n0, vec_b, b_inside && k_inside);
   };
   auto store_tile = [&](int buf) {
     float* const as = As + buf * BK * BM;
