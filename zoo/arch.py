@@ -48,10 +48,6 @@ class ArchLimits:
         return 1e3 * self.peak_tflops(math) / self.dram_gbps if self.dram_gbps else 0.0
 
     @property
-    def ridge_flop_per_byte(self) -> float:
-        return self.ridge("fp16")
-
-    @property
     def max_warps_per_sm(self) -> int:
         return self.max_threads_per_sm // 32
 
