@@ -2,6 +2,7 @@
 targets, its SASS has the instructions that define it, no local memory, and it fits the
 arch's budget. Select one arch with `pytest -k sm_75` (bin/test loops over all)."""
 import shutil
+from pathlib import Path
 import subprocess
 from dataclasses import replace
 
@@ -139,3 +140,19 @@ def test_tf32_kernel_sass_is_tf32_wgmma_with_register_fragments():
     assert text.count("HGMMA.64x256x8.F32.TF32 ") == 4, "four k8 wgmmas per 32-deep K-tile"
     assert "UTMALDG.2D" in ops and "UTMASTG.2D" in ops
     assert not any(op.startswith(("HMMA", "LDL", "STL")) for op in ops)
+
+
+@pytest.mark.parametrize("target", arch.OFFLINE_ARCHS)
+def test_legacy_peak_microbenchmark_is_pure_hmma(target):
+    """scripts/legacy_peak.cu (the HMMA ceiling the docs quote): MMAs on registers only, so
+    its loop measures the tensor pipe and nothing else; mma.sync needs sm_80."""
+    source = Path(__file__).resolve().parents[1] / "scripts" / "legacy_peak.cu"
+    cubin = cuda.compile_cubin(source, target, {})
+    for name in ("wmma_peak", "mma_sync_peak"):
+        text = sass.function_sass(cubin.image, name)
+        if name == "mma_sync_peak" and target == "sm_75":
+            assert " HMMA" not in text
+            continue
+        loop = sass.opcode_counts(text[text.index(" HMMA"):text.rindex(" HMMA")])
+        assert sum(v for op, v in loop.items() if op.startswith("HMMA")) >= 64
+        assert not any(op.startswith(("LD", "ST")) for op in loop), loop
