@@ -12,12 +12,12 @@ import torch
 from zoo import bench, configs, gemm, registry
 
 EXTRA = {  # tiles tried beyond the configs file: (block_m, block_n, block_k, warp_m, warp_n, stages, group_m)
-    "sm75_hgemm_wmma": [(128, 128, 64, 64, 64, 2, 8)],
-    "sm80_gemm_mma": [(256, 128, 64, 64, 64, 4, 8), (256, 128, 32, 64, 64, 2, 8), (128, 128, 32, 64, 64, 2, 8)],
+    "sm75_hgemm_wmma": [(128, 128, 32, 64, 64, 3, 8), (128, 256, 32, 64, 64, 3, 8), (256, 128, 32, 64, 64, 3, 8)],
+    "sm80_gemm_mma": [(256, 128, 64, 64, 64, 4, 8), (256, 128, 32, 64, 64, 2, 8), (128, 128, 32, 64, 64, 2, 8), (256, 128, 32, 64, 64, 3, 8)],
 }
 DT = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
 # Ring depths beyond the configs file's are tried too (the sm80 and sm90 kernels take any
-# STAGES >= 2; the register-prefetch kernels have two buffers whatever STAGES says).
+# STAGES >= 2; the sm75 WMMA kernel 2 or 3; the SIMT kernel has two buffers whatever STAGES says).
 base = dataclasses.replace(registry.kernel(sys.argv[1]), stages=tuple(range(2, 9)))
 size, dtype, od = int(sys.argv[2]), DT[sys.argv[3]], DT[sys.argv[4]]
 variants = [base] + [dataclasses.replace(base, name=Path(p).stem, source=Path(p).resolve()) for p in sys.argv[5:]]

@@ -93,7 +93,7 @@ def test_explain_reads_the_cubin_and_the_arch_table():
     assert big["function"] == "zoo_hgemm_sm75_f32out" and 200 <= big["registers"] <= 255
     assert big["blocks_per_sm"] == min(big["by_resource"].values()) == 1 and big["limiter"] == "registers"
     assert big["tile_flop_per_byte"] == pytest.approx(128 * 256 / (128 + 256))
-    assert big["waves"] == pytest.approx(512 / 40) and "register stage" in big["pipeline"]
+    assert big["waves"] == pytest.approx(512 / 40) and "2 loaded into registers" in big["pipeline"]
     assert by_name["128x128"]["limiter"] == "shared memory"  # 37 KiB: one block in the T4's 64 KiB
 
 

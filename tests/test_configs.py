@@ -28,7 +28,7 @@ def test_the_sm75_defaults_fit_every_arch(target):
     (dict(warp_n=40, block_n=80), "not a multiple of the 16x16 MMA shape"),
     (dict(block_k=24), "block_k 24 is not a multiple of the MMA k"),
     (dict(threads=256), "threads 256 != 32 x 4 warps"),
-    (dict(stages=3), "stages 3 not supported"),
+    (dict(stages=4), "stages 4 not supported"),
     (dict(block_k=48), "block_k 48 must be 32 or 64"),
     (dict(block_n=96, warp_n=48), "multiple of 64"),
 ])

@@ -186,15 +186,16 @@ SM75_HGEMM = KernelSpec(
     offline_archs=("sm_75", "sm_80", "sm_90a"), layouts=("row x row",),
     entry={("float16", "float16"): "zoo_hgemm_sm75_f16out",
            ("float16", "float32"): "zoo_hgemm_sm75_f32out"},
-    aligned_rows=False, mma_shape=(16, 16, 16), stages=(2,),
+    aligned_rows=False, mma_shape=(16, 16, 16), stages=(2, 3),
     smem_bytes=_sm75_smem, rules=_sm75_rules,
     sass_required=((r"\bHMMA\.", "HMMA"),
                    (r"\bLDG\.E\.128\b", "LDG.128")),
     sass_forbidden=((r"\bLDGSTS\b", "LDGSTS (cp.async; Turing has none)"),
                     (r"\b(LDL|STL)\b", "LDL/STL (local memory)")),
     description="FP16 WMMA m16n16k16, register-prefetch double buffer, padded smem",
-    pipeline="{stages} shared-memory buffers + 1 register stage: the next K-tile is loaded into "
-             "registers during this one's MMAs, stored to the other buffer, one barrier per K-step",
+    pipeline="{stages} K-tiles in flight: one computed from shared memory (2 buffers), {ahead} "
+             "loaded into registers ahead of it (with 2, by two groups of warps in turn) and "
+             "stored to the other buffer, one barrier per K-step",
     exports={("float16", "float32"): "zoo_hgemm_sm75", ("float16", "float16"): "zoo_hgemm_sm75_half"},
 )
 

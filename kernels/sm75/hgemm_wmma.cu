@@ -9,11 +9,13 @@
 // Launch: 1-D grid of ceil(M/BM)*ceil(N/BN) blocks in grouped order, THREADS threads,
 //   ZOO_SMEM_BYTES of dynamic shared memory (the host's formula, checked here by static_assert).
 //
-// Pipeline (Turing has no cp.async, so registers are the staging buffer):
-//   1. issue 128-bit global loads of K-tile k+1 into registers,
+// Pipeline (Turing has no cp.async, so registers are the staging buffer), per K-step k:
+//   1. issue 128-bit global loads of K-tile k+S-1 into registers,
 //   2. run the warps' WMMA ops on K-tile k, already in shared-memory buffer k%2,
-//   3. store the registers into buffer (k+1)%2; one __syncthreads per K-step.
-//   The loads of step 1 are in flight during all of step 2's math.
+//   3. store the registers holding K-tile k+1 into buffer (k+1)%2; one __syncthreads.
+//   STAGES S = 2: every thread loads every K-tile, one K-step ahead. S = 3: the warps split
+//   into two loader groups that take K-tiles in turn, so a thread's loads have two K-steps
+//   to land before it stores them.
 // Bank conflicts: rows are padded by 16 bytes (WMMA reads strided rows, so no XOR swizzle),
 //   and the A store order interleaves rows r and r+4 so each quarter-warp covers all 32 banks.
 // Tails: loads past M/N/K are zero-filled, stores past M/N are skipped; misaligned or odd
@@ -59,15 +61,22 @@ constexpr int EPI_LD = zoo::epi_ld(WARP_N);  // fp32 strip per warp for the epil
 constexpr int EPI_BYTES = (THREADS / 32) * zoo::EPI_ROWS * EPI_LD * 4;
 constexpr int SMEM_BYTES = zoo::cmax(PIPE_BYTES, EPI_BYTES);
 
+// STAGES = K-tiles in flight: the one in shared memory being computed, plus 1 or 2 in
+// registers. With 3, the warps form two loader groups that take K-tiles in turn, each thread
+// holding one K-tile's share for two K-steps (see the pipeline note in gemm below).
+constexpr int STAGES = ZOO_STAGES;
+constexpr int LOADERS = STAGES - 1;            // loader groups
+constexpr int LOAD_THREADS = THREADS / LOADERS;  // threads that load one K-tile
 constexpr int A_CHUNKS = BM * BK / VEC, B_CHUNKS = BK * BN / VEC;
-constexpr int A_PER_THREAD = A_CHUNKS / THREADS, B_PER_THREAD = B_CHUNKS / THREADS;
+constexpr int A_PER_THREAD = A_CHUNKS / LOAD_THREADS, B_PER_THREAD = B_CHUNKS / LOAD_THREADS;
 
 static_assert(BM % WARP_M == 0 && BN % WARP_N == 0, "block tile must split into warp tiles");
 static_assert(WARP_M % FRAG == 0 && WARP_N % FRAG == 0 && BK % FRAG == 0, "tiles are WMMA multiples");
 static_assert(BK == 32 || BK == 64, "the A store order below is conflict-free for BK 32 or 64");
-static_assert(A_CHUNKS % THREADS == 0 && B_CHUNKS % THREADS == 0, "every thread loads whole chunks");
+static_assert(A_CHUNKS % LOAD_THREADS == 0 && B_CHUNKS % LOAD_THREADS == 0, "every thread loads whole chunks");
 static_assert(BN % (8 * VEC) == 0, "a quarter-warp stores one whole B row segment");
-static_assert(ZOO_STAGES == 2, "registers + two shared-memory buffers: the pipeline has 2 stages");
+static_assert(STAGES == 2 || STAGES == 3, "1 K-tile in shared memory + 1 or 2 in registers");
+static_assert(LOAD_THREADS % 32 == 0, "loader groups are whole warps");
 static_assert(SMEM_BYTES == ZOO_SMEM_BYTES, "host smem formula (zoo/registry.py) disagrees with the kernel");
 
 // Row and column (in halfs) of A chunk c. With BK = 32 a row is 4 chunks (64 bytes, 16 banks);
@@ -130,11 +139,13 @@ __device__ __forceinline__ void hgemm(const half* __restrict__ A, const half* __
   // below chunk 0 (A: THREADS/4 rows, B: THREADS/(BN/8) rows), so every address in the main
   // loop is a base plus a constant. (NOTE: rebuilding them per K-step cost as many integer
   // instructions as there were MMAs.)
-  constexpr int A_ROWS_PER_PASS = THREADS / (BK / VEC);  // a_chunk_coords keeps this step
-  constexpr int B_ROWS_PER_PASS = THREADS / (BN / VEC);
+  constexpr int A_ROWS_PER_PASS = LOAD_THREADS / (BK / VEC);  // a_chunk_coords keeps this step
+  constexpr int B_ROWS_PER_PASS = LOAD_THREADS / (BN / VEC);
+  const int lt = LOADERS == 1 ? threadIdx.x : threadIdx.x % LOAD_THREADS;  // index in the group
+  const int group = LOADERS == 1 ? 0 : threadIdx.x / LOAD_THREADS;
   int a_row0, a_col0;
-  a_chunk_coords(threadIdx.x, a_row0, a_col0);
-  const int b_row0 = threadIdx.x / (BN / VEC), b_col0 = (threadIdx.x % (BN / VEC)) * VEC;
+  a_chunk_coords(lt, a_row0, a_col0);
+  const int b_row0 = lt / (BN / VEC), b_col0 = (lt % (BN / VEC)) * VEC;
   const half* const a_g = A_blk + static_cast<long long>(a_row0) * lda + a_col0;
   const half* const b_g = B_blk + static_cast<long long>(b_row0) * ldb + b_col0;
   const long long a_pass = static_cast<long long>(A_ROWS_PER_PASS) * lda;
@@ -158,12 +169,12 @@ __device__ __forceinline__ void hgemm(const half* __restrict__ A, const half* __
 #pragma unroll
     for (int i = 0; i < A_PER_THREAD; ++i) {
       int row, col;
-      a_chunk_coords(threadIdx.x + i * THREADS, row, col);
+      a_chunk_coords(lt + i * LOAD_THREADS, row, col);
       a_reg[i] = load_chunk(a_src, lda, row, rows_a, col, K - k0, a_vec);
     }
 #pragma unroll
     for (int i = 0; i < B_PER_THREAD; ++i) {
-      const int c = threadIdx.x + i * THREADS;
+      const int c = lt + i * LOAD_THREADS;
       const int row = c / (BN / VEC), col = (c % (BN / VEC)) * VEC;
       b_reg[i] = load_chunk(b_src, ldb, row, K - k0, col, cols_b, b_vec);
     }
@@ -183,15 +194,22 @@ __device__ __forceinline__ void hgemm(const half* __restrict__ A, const half* __
 #pragma unroll
     for (int j = 0; j < FRAGS_N; ++j) wmma::fill_fragment(acc[i][j], 0.f);
 
+  // K-tile t is loaded by group t % LOADERS into its registers during K-step t - LOADERS,
+  // stored to shared buffer t % 2 at the end of K-step t - 1, computed in K-step t. With two
+  // groups a thread's loads have two K-steps to land, and no thread issues new loads between
+  // its loads and its stores, so the stores wait for those loads alone. (NOTE: two register
+  // buffers per thread gained nothing: ptxas gives every global load one scoreboard, so the
+  // stores of K-tile t+1 also waited for the loads of t+2 issued just before.)
   const int k_tiles = zoo::ceil_div(K, BK);
-  load_tile(0);
-  store_tile(0);
+  if (group < k_tiles) load_tile(group * BK);
+  if (group == 0) store_tile(0);
   __syncthreads();
 
   for (int kt = 0; kt < k_tiles; ++kt) {
     const int buf = kt & 1;
-    const bool has_next = kt + 1 < k_tiles;
-    if (has_next) load_tile((kt + 1) * BK);  // in flight during the math below
+    // This group stored its K-tile at the end of the last step: its registers are free.
+    if ((LOADERS == 1 || group == kt % LOADERS) && kt + LOADERS < k_tiles)
+      load_tile((kt + LOADERS) * BK);  // in flight during the math below
 
     const half* const a_warp = As + buf * A_STAGE + warp_m * WARP_M * A_LD;
     const half* const b_warp = Bs + buf * B_STAGE + warp_n * WARP_N;
@@ -212,7 +230,7 @@ __device__ __forceinline__ void hgemm(const half* __restrict__ A, const half* __
     }
 
     // Buffer buf^1 was last read in step kt-1, which the previous barrier closed.
-    if (has_next) store_tile(buf ^ 1);
+    if ((LOADERS == 1 || group == (kt + 1) % LOADERS) && kt + 1 < k_tiles) store_tile(buf ^ 1);
     __syncthreads();
   }
 
