@@ -12,7 +12,7 @@ import torch
 from zoo import bench, configs, gemm, registry
 
 EXTRA = {  # tiles tried beyond the configs file: (block_m, block_n, block_k, warp_m, warp_n, stages, group_m)
-    "sm75_hgemm_wmma": [(128, 128, 32, 64, 64, 3, 8), (128, 256, 32, 64, 64, 3, 8), (256, 128, 32, 64, 64, 3, 8)],
+    "sm75_hgemm_wmma": [(128, 128, 32, 64, 64, 2, 8), (128, 256, 32, 64, 64, 2, 8), (256, 128, 32, 64, 64, 3, 8)],
     "sm80_gemm_mma": [(256, 128, 64, 64, 64, 4, 8), (256, 128, 32, 64, 64, 2, 8), (128, 128, 32, 64, 64, 2, 8), (256, 128, 32, 64, 64, 3, 8)],
 }
 DT = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}

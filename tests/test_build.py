@@ -2,9 +2,9 @@
 targets, its SASS has the instructions that define it, no local memory, and it fits the
 arch's budget. Select one arch with `pytest -k sm_75` (bin/test loops over all)."""
 import shutil
-from pathlib import Path
 import subprocess
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 

@@ -35,7 +35,7 @@
 #define ZOO_BK 32
 #define ZOO_WARP_M 64
 #define ZOO_WARP_N 64
-#define ZOO_STAGES 2
+#define ZOO_STAGES 3
 #define ZOO_GROUP_M 8
 #define ZOO_SMEM_BYTES 37888
 #endif
@@ -136,9 +136,9 @@ __device__ __forceinline__ void hgemm(const half* __restrict__ A, const half* __
   const bool interior = a_vec && b_vec && rows_a >= BM && cols_b >= BN;
 
   // Per-thread addressing, computed once: chunk i of a thread lies a fixed number of rows
-  // below chunk 0 (A: THREADS/4 rows, B: THREADS/(BN/8) rows), so every address in the main
-  // loop is a base plus a constant. (NOTE: rebuilding them per K-step cost as many integer
-  // instructions as there were MMAs.)
+  // below chunk 0 (A: LOAD_THREADS/4 rows, B: LOAD_THREADS/(BN/8) rows), so every address in
+  // the main loop is a base plus a constant. (NOTE: rebuilding them per K-step cost as many
+  // integer instructions as there were MMAs.)
   constexpr int A_ROWS_PER_PASS = LOAD_THREADS / (BK / VEC);  // a_chunk_coords keeps this step
   constexpr int B_ROWS_PER_PASS = LOAD_THREADS / (BN / VEC);
   const int lt = LOADERS == 1 ? threadIdx.x : threadIdx.x % LOAD_THREADS;  // index in the group
