@@ -76,6 +76,32 @@ def test_out_checks_need_no_gpu():
     assert not zoo.gemm._overlaps(torch.ones(4, 4, dtype=H), a)
 
 
+def test_bmm_overlap_sweep_agrees_with_the_pairwise_check():
+    """zoo.bmm's one-pass overlap check finds the same clashes as checking every pair: outputs
+    against outputs and inputs, inputs free to share memory (random layouts in one buffer)."""
+    gen = torch.Generator().manual_seed(5)
+    buf = torch.empty(2500, dtype=H)
+    outcomes = set()
+    for _ in range(300):
+        def view():
+            start = int(torch.randint(0, 2000, (1,), generator=gen))
+            rows, cols = (int(x) for x in torch.randint(0, 20, (2,), generator=gen))
+            return buf[start:start + rows * (cols + 1)].view(rows, cols + 1)[:, :cols]
+        outs = [view() for _ in range(int(torch.randint(1, 5, (1,), generator=gen)))]
+        ins = [view() for _ in range(int(torch.randint(0, 5, (1,), generator=gen)))]
+        pairwise = [i for i, o in enumerate(outs) if o.numel() and (
+            any(zoo.gemm._overlaps(o, t) for t in ins) or
+            any(zoo.gemm._overlaps(o, p) for j, p in enumerate(outs) if j != i))]
+        found = zoo.gemm.first_overlap(outs, ins)
+        assert (found is None) == (not pairwise) and (found is None or found in pairwise)
+        outcomes.add(found is None)
+    assert outcomes == {True, False}  # both disjoint and clashing layouts were drawn
+    shared = torch.empty(8, 8, dtype=H)
+    assert zoo.gemm.first_overlap([shared, shared], []) == 0
+    assert zoo.gemm.first_overlap([buf[:64], buf[64:128]], [buf[:32], buf[:32]]) == 0
+    assert zoo.gemm.first_overlap([buf[:64], buf[64:128]], [buf[200:300], buf[250:260]]) is None
+
+
 def test_sizes_past_int32_are_refused():
     big = torch.empty(2**31, 0, dtype=H)  # no memory, just a shape
     with pytest.raises(zoo.ZooError, match="dimensions above"):

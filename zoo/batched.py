@@ -203,10 +203,10 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
     for o, x, y in zip(outs, a_list, b_list):
         gemm._check_out(o, x, y, x.shape[0], y.shape[1], out_dtype)
     # One launch writes every output while reading every input: none may overlap another GEMM's.
-    for i, o in enumerate(outs):
-        if o.numel() and (any(gemm._overlaps(o, t) for t in a_list + b_list) or
-                          any(gemm._overlaps(o, p) for j, p in enumerate(outs) if j != i)):
-            raise ZooError(f"out[{i}] overlaps another GEMM's input or output; every output needs its own memory")
+    # (NOTE: checking every pair took ~65% of an eager call's host time for 10 GEMMs.)
+    clash = gemm.first_overlap(outs, a_list + b_list)
+    if clash is not None:
+        raise ZooError(f"out[{clash}] overlaps another GEMM's input or output; every output needs its own memory")
     # Empty results need nothing; K = 0 gives zeros (with the launch); the rest go to the kernel.
     live = [(x, y, o) for x, y, o in zip(a_list, b_list, outs) if o.numel()]
     zeros = [o for x, _, o in live if x.shape[1] == 0]

@@ -106,6 +106,25 @@ def _overlaps(x: torch.Tensor, y: torch.Tensor) -> bool:
     return x0 < y1 and y0 < x1
 
 
+def first_overlap(outs: list[torch.Tensor], inputs: list[torch.Tensor]) -> int | None:
+    """The index of an output whose bytes overlap another output's or any input's (the lowest
+    index of an overlapping pair of outputs), or None: one sweep over the byte ranges sorted by
+    start, O(n log n) for n tensors where pairwise checks cost O(n^2). Inputs may overlap each
+    other (a shared operand is fine)."""
+    spans = sorted([(*_span(t), True, i) for i, t in enumerate(outs) if t.numel()] +
+                   [(*_span(t), False, -1) for t in inputs if t.numel()])
+    end_any = end_out = owner_out = -1  # furthest end of any earlier range / of an earlier output
+    for start, end, is_out, i in spans:
+        if start < end_out:
+            return min(i, owner_out) if is_out else owner_out
+        if is_out and start < end_any:
+            return i
+        end_any = max(end_any, end)
+        if is_out and end > end_out:
+            end_out, owner_out = end, i
+    return None
+
+
 def _check_out(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor, m: int, n: int,
                dtype: torch.dtype) -> None:
     if tuple(out.shape) != (m, n) or out.dtype != dtype or out.device != a.device:
