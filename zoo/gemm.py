@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import struct
+from collections import OrderedDict
+from dataclasses import dataclass
 
 import torch
 
@@ -149,6 +151,16 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None
     """
     if out is not None and not isinstance(out, torch.Tensor):
         raise ZooError(f"out must be a torch.Tensor, got {type(out).__name__}")
+    # A call with `out` that repeats an earlier one's layout (pointers, shapes, strides, dtypes,
+    # choices) replays its worked-out launch: the checks and the choice passed then.
+    key = None
+    if out is not None and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        key = (_layout(a), _layout(b), _layout(out), out_dtype, kernel, config,
+               tf32_allowed(a.dtype, allow_tf32))
+        planned = _plans.get(key)
+        if planned is not None:
+            planned.fire()
+            return out
     out_dtype = check_inputs(a, b, out_dtype if out is None or out_dtype else out.dtype)
     m, k = a.shape
     n = b.shape[1]
@@ -160,11 +172,54 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None
     limits = device_limits(device_index)
     problem = Problem(m, n, k, _dtype_name(a.dtype), _dtype_name(out_dtype), tf32_allowed(a.dtype, allow_tf32))
     spec, cfg = _select(limits, problem, kernel_name=kernel, config_name=config)
-    a, lda = _row_major(a, spec.aligned_rows)
-    b, ldb = _row_major(b, spec.aligned_rows)
+    a_read, lda = _row_major(a, spec.aligned_rows)
+    b_read, ldb = _row_major(b, spec.aligned_rows)
     c = torch.empty((m, n), dtype=out_dtype, device=a.device) if out is None else out
-    launch(spec, cfg, device_index, a, b, c, k, lda, ldb)
+    planned = plan_launch(spec, cfg, device_index, a_read, b_read, c, k, lda, ldb)
+    planned.fire()
+    if key is not None and a_read is a and b_read is b:  # no per-call input copies
+        _plans[key] = planned
+        if len(_plans) > _PLANS_KEPT:
+            _plans.popitem(last=False)
     return c
+
+
+def _layout(t: torch.Tensor) -> tuple:
+    return t.data_ptr(), t.shape, t.stride(), t.dtype, t.device
+
+
+@dataclass
+class Launch:
+    """One GEMM launch, worked out: function, grid and arguments. A split-K launch gets a
+    fresh workspace and zeroed counters on every fire (its last two arguments)."""
+    fn: cuda.Function
+    device_index: int
+    grid: tuple[int, int, int]
+    threads: int
+    cluster: int
+    args: list
+    split_k: tuple[int, int] | None = None  # (workspace floats, counters) when K is split
+
+    def fire(self) -> None:
+        """Launch on torch's current stream of the device."""
+        args, device = self.args, torch.device("cuda", self.device_index)
+        if self.split_k:
+            floats, slots = self.split_k
+            workspace = torch.empty(floats, dtype=torch.float32, device=device)
+            counters = torch.zeros(slots, dtype=torch.int32, device=device)
+            args = args[:-2] + [(workspace.data_ptr(), cuda.POINTER), (counters.data_ptr(), cuda.POINTER)]
+        stream = torch.cuda.current_stream(self.device_index).cuda_stream
+        if torch.cuda.current_device() == self.device_index:
+            cuda.ensure_context(self.device_index)  # torch's own context: nothing to restore
+            self.fn.launch(self.grid, (self.threads, 1, 1), args, stream, cluster=self.cluster)
+            return
+        with torch.cuda.device(self.device_index):  # restores torch's device (and context) after
+            cuda.ensure_context(self.device_index)
+            self.fn.launch(self.grid, (self.threads, 1, 1), args, stream, cluster=self.cluster)
+
+
+_PLANS_KEPT = 256
+_plans: OrderedDict = OrderedDict()  # zoo.mm calls with `out`, by layout (see mm)
 
 
 _loaded: dict[tuple, cuda.Function] = {}
@@ -218,6 +273,13 @@ def launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor
            b: torch.Tensor, c: torch.Tensor, k: int, lda: int, ldb: int) -> None:
     """The launch path shared by every GEMM kernel: C(M,N) = A(M,K) @ B(K,N). The sizes come
     from C and `k`, not from a and b, which may be copies with padded rows."""
+    plan_launch(spec, cfg, device_index, a, b, c, k, lda, ldb).fire()
+
+
+def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor,
+                b: torch.Tensor, c: torch.Tensor, k: int, lda: int, ldb: int) -> Launch:
+    """`launch`'s work before the launch itself (compile on first use, grid, split-K, tensor
+    maps, arguments): what a repeated call can keep."""
     m, n = c.shape
     with torch.cuda.device(device_index):  # compiling loads a module: in the right context
         fn = compiled(spec, cfg, _dtype_name(a.dtype), _dtype_name(c.dtype), device_index)
@@ -227,24 +289,21 @@ def launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor
         grid = spec.grid(cfg, m, n, resident, splits)
         if grid[0] > INT32_MAX:
             raise ZooError(f"{m}x{n} needs {grid[0]} blocks of {cfg.block_m}x{cfg.block_n}; the grid allows {INT32_MAX}")
-        stream = torch.cuda.current_stream(device_index).cuda_stream
         ldc = (max(c.stride(0), 1), cuda.INT32)
+        split_k = None
         if spec.tma_boxes:
             a_map, b_map, c_map, c_tma = tma_maps(spec, cfg, a, b, c, k, lda, ldb)
-            workspace = counters = None
             if splits > 1:  # fp32 partials per (tile, consumer warpgroup, split), and counts
                 slots = registry.stacks(cfg, m, n) * cfg.cluster_m * cfg.warps
-                workspace = torch.empty(slots * splits * cfg.warp_m * cfg.warp_n, dtype=torch.float32, device=c.device)
-                counters = torch.zeros(slots, dtype=torch.int32, device=c.device)
+                split_k = (slots * splits * cfg.warp_m * cfg.warp_n, slots)
             args = [(a_map, None), (b_map, None), (c_map, None), (int(c_tma), cuda.INT32),
                     (c.data_ptr(), cuda.POINTER), (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32), ldc,
-                    (splits, cuda.INT32), (workspace.data_ptr() if splits > 1 else 0, cuda.POINTER),
-                    (counters.data_ptr() if splits > 1 else 0, cuda.POINTER)]
+                    (splits, cuda.INT32), (0, cuda.POINTER), (0, cuda.POINTER)]  # workspace, counters: per fire
         else:
             args = [(a.data_ptr(), cuda.POINTER), (b.data_ptr(), cuda.POINTER), (c.data_ptr(), cuda.POINTER),
                     (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32),
                     (lda, cuda.INT32), (ldb, cuda.INT32), ldc]
-        fn.launch(grid, (cfg.threads, 1, 1), args, stream, cluster=cfg.cluster_m)
+    return Launch(fn, device_index, grid, cfg.threads, cfg.cluster_m, args, split_k)
 
 
 # ----------------------------------------------------------------------------- grouped launches
