@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import struct
 from collections import OrderedDict
@@ -209,11 +210,9 @@ class Launch:
             counters = torch.zeros(slots, dtype=torch.int32, device=device)
             args = args[:-2] + [(workspace.data_ptr(), cuda.POINTER), (counters.data_ptr(), cuda.POINTER)]
         stream = torch.cuda.current_stream(self.device_index).cuda_stream
-        if torch.cuda.current_device() == self.device_index:
-            cuda.ensure_context(self.device_index)  # torch's own context: nothing to restore
-            self.fn.launch(self.grid, (self.threads, 1, 1), args, stream, cluster=self.cluster)
-            return
-        with torch.cuda.device(self.device_index):  # restores torch's device (and context) after
+        # On another device than torch's current one, torch.cuda.device restores it after.
+        same = torch.cuda.current_device() == self.device_index
+        with contextlib.nullcontext() if same else torch.cuda.device(self.device_index):
             cuda.ensure_context(self.device_index)
             self.fn.launch(self.grid, (self.threads, 1, 1), args, stream, cluster=self.cluster)
 
