@@ -205,11 +205,11 @@ class Launch:
 
     def fire(self) -> None:
         """Launch on torch's current stream of the device."""
-        args, device = self.args, torch.device("cuda", self.device_index)
+        args = self.args
         if self.split_k:
             floats, slots = self.split_k
-            workspace = torch.empty(floats, dtype=torch.float32, device=device)
-            counters = torch.zeros(slots, dtype=torch.int32, device=device)
+            workspace = torch.empty(floats, dtype=torch.float32, device=self.device_index)
+            counters = torch.zeros(slots, dtype=torch.int32, device=self.device_index)
             args = args[:-2] + [(workspace.data_ptr(), cuda.POINTER), (counters.data_ptr(), cuda.POINTER)]
         stream = torch.cuda.current_stream(self.device_index).cuda_stream
         # On another device than torch's current one, torch.cuda.device restores it after.
