@@ -262,6 +262,44 @@ def _bmm_odd_batches(spec, mode, gen, dtype):
 
 
 @pytest.mark.parametrize("spec", KERNELS, ids=lambda k: k.name if k else "none")
+def test_repeated_eager_bmm_with_out_replays_one_launch(spec):
+    """Eager one-launch zoo.bmm calls with `out` keep their launch per layout: later calls
+    with the same buffers (new contents) replay it and stay right; another out dtype is
+    another entry; streams-mode calls and calls whose inputs are copied first keep none."""
+    from zoo import batched
+    gen = torch.Generator(device="cuda").manual_seed(zlib.crc32(f"replay{spec.name}".encode()))
+    dtype = getattr(torch, spec.dtypes[0])
+    batched._replays.clear()
+    a, b = rand(5, 130, 72, gen=gen, dtype=dtype), rand(5, 72, 200, gen=gen, dtype=dtype)
+    a_list = [rand(m, k, gen=gen, dtype=dtype) for m, k in ((33, 40), (200, 136), (1, 8))]
+    b_list = [rand(k, n, gen=gen, dtype=dtype) for k, n in ((40, 96), (136, 24), (8, 304))]  # 16-byte rows: no copies
+    out = torch.empty(5, 130, 200, device="cuda", dtype=torch.float32)
+    outs = [torch.empty(x.shape[0], y.shape[1], device="cuda", dtype=torch.float32) for x, y in zip(a_list, b_list)]
+    with bench.tf32_matmul(spec.tf32):
+        for args, result in (((a, b), out), ((a_list, b_list), outs)):
+            for _ in range(3):
+                for t in args[0] if isinstance(args[0], list) else [args[0]]:
+                    t.copy_(rand(*t.shape, gen=gen, dtype=dtype))
+                for t in result if isinstance(result, list) else [result]:
+                    t.fill_(float("nan"))
+                assert zoo.bmm(*args, out=result, out_dtype=torch.float32, kernel=spec.name) is result
+                check_batch(*args, result)
+        assert len(batched._replays) == 2
+        if dtype != torch.float32:  # another out dtype: another launch
+            half = torch.full((5, 130, 200), float("nan"), device="cuda", dtype=dtype)
+            zoo.bmm(a, b, out=half, kernel=spec.name)
+            check_batch(a, b, half)
+            assert len(batched._replays) == 3
+        before = len(batched._replays)
+        zoo.bmm(a, b, out=out, out_dtype=torch.float32, mode="streams", kernel=spec.name)
+        a_t = a.transpose(1, 2).contiguous().transpose(1, 2)  # column-major: copied first
+        out.fill_(float("nan"))
+        zoo.bmm(a_t, b, out=out, out_dtype=torch.float32, kernel=spec.name)
+        check_batch(a_t, b, out)
+        assert len(batched._replays) == before
+
+
+@pytest.mark.parametrize("spec", KERNELS, ids=lambda k: k.name if k else "none")
 def test_grouped_mixed_shapes_every_dtype(spec):
     """One launch for GEMMs of different shapes, including 1-row, unaligned (copied) and
     tile-crossing ones, in every dtype pair the kernel computes."""

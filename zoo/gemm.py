@@ -341,18 +341,18 @@ def group_table(spec: KernelSpec, cfg: TileConfig, problems: list[tuple]) -> byt
     return bytes(out)
 
 
-def launch_grouped(spec: KernelSpec, cfg: TileConfig, device_index: int, table: torch.Tensor,
-                   count: int, units: int, dtype: torch.dtype, out_dtype: torch.dtype) -> None:
+def plan_grouped(spec: KernelSpec, cfg: TileConfig, device_index: int, table: torch.Tensor,
+                 count: int, units: int, dtype: torch.dtype, out_dtype: torch.dtype) -> Launch:
     """One launch for every problem of a table (group_table, on the device): the pointer
-    kernels get a block per tile; persistent ones as many blocks as fit, walking all units."""
+    kernels get a block per tile; persistent ones as many blocks as fit, walking all units.
+    The Launch holds the table's address only: keep the table alive while it may fire."""
     with torch.cuda.device(device_index):
         fn = compiled(spec, cfg, _dtype_name(dtype), _dtype_name(out_dtype), device_index, grouped=True)
         cuda.ensure_context(device_index)
-        stream = torch.cuda.current_stream(device_index).cuda_stream
         args = [(table.data_ptr(), cuda.POINTER), (count, cuda.INT32)]
         if spec.persistent:
             args.append((units, cuda.INT32))
         grid = spec.grid_for_units(cfg, units, _resident_clusters(spec, cfg, fn, device_index))
         if grid[0] > INT32_MAX:
             raise ZooError(f"a grouped launch of {units} blocks exceeds the grid limit {INT32_MAX}")
-        fn.launch(grid, (cfg.threads, 1, 1), args, stream, cluster=cfg.cluster_m)
+    return Launch(fn, device_index, grid, cfg.threads, cfg.cluster_m, args)
