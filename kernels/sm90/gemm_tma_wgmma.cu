@@ -260,9 +260,7 @@ struct Scheduler {
   }
   __device__ Gemm<OutT> gemm_of(int unit) const {
     if (table == nullptr) return single;
-    int i = 0;
-    while (i + 1 < count && table[i + 1].unit_begin <= unit) ++i;  // tables are short
-    const GroupEntry& e = table[i];
+    const GroupEntry& e = table[zoo::entry_index(table, count, &GroupEntry::unit_begin, unit)];
     return {&e.a, &e.b, &e.c, reinterpret_cast<OutT*>(e.C), e.M, e.N, e.K, e.ldc, e.c_tma, e.unit_begin};
   }
   // A stack past the last M tile (odd tiles_m) still runs: its A reads are zero-filled and
@@ -418,6 +416,9 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
   for (int unit = sched.first; unit < sched.units; unit += sched.step) {
     const Work<OutT> w = sched.work(unit);
     const int tile_m = w.tile_m, tile_n = w.tile_n;
+    // A new GEMM's C map is first read by this unit's stores: fetch it under the MMAs.
+    if (sched.table != nullptr && w.g.c_tma && w.g.c != c_fenced && threadIdx.x % WG_THREADS == 0)
+      tma_prefetch_descriptor(w.g.c);
 
     int prev_stage = -1;
     for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
@@ -574,6 +575,14 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
           tensormap_acquire(tmap_a);
           tensormap_acquire(tmap_b);
           fenced = tmap_a;
+        }
+        if (sched.table != nullptr && unit + sched.step < sched.units) {
+          // The next unit's maps, if it starts another GEMM: fetched while this one loads.
+          const Gemm<OutT> next = sched.gemm_of(unit + sched.step);
+          if (next.a != tmap_a) {
+            tma_prefetch_descriptor(next.a);
+            tma_prefetch_descriptor(next.b);
+          }
         }
         for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
           // Free in every CTA of the cluster: this thread's B boxes land in all of them.
