@@ -193,8 +193,9 @@ def _layout(t: torch.Tensor) -> tuple:
 
 @dataclass
 class Launch:
-    """One GEMM launch, worked out: function, grid and arguments. A split-K launch gets a
-    fresh workspace and zeroed counters on every fire (its last two arguments)."""
+    """One launch, worked out (a GEMM, or a grouped launch over a table): function, grid and
+    arguments. A split-K launch gets a fresh workspace and zeroed counters on every fire (its
+    last two arguments)."""
     fn: cuda.Function
     device_index: int
     grid: tuple[int, int, int]
