@@ -49,7 +49,7 @@ _stream_pools: dict[int, list[torch.cuda.Stream]] = {}
 
 
 def _key(tensors) -> tuple:
-    return tuple((t.data_ptr(), tuple(t.shape), tuple(t.stride()), t.dtype) for t in tensors)
+    return tuple(gemm._layout(t) for t in tensors)
 
 
 def _ident(x) -> tuple | None:
@@ -112,9 +112,7 @@ def _table(plan: _Plan) -> None:
     if plan.table is None:
         data = gemm.group_table(plan.spec, plan.cfg, plan.problems)
         plan.table = torch.frombuffer(bytearray(data), dtype=torch.uint8).to(f"cuda:{plan.device_index}")
-        _tables[key] = plan.table
-        if len(_tables) > _TABLES_KEPT:
-            _tables.popitem(last=False)
+        gemm.remember(_tables, key, plan.table, _TABLES_KEPT)
 
 
 MAX_STREAMS = 32  # the streams mode's pool per device; more GEMMs than this share streams
@@ -248,15 +246,12 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
     # Kept for replay: one-launch calls into the caller's `out` with nothing to copy or zero
     # first (the launch and its table; not the plan, which holds the caller's tensors).
     if not graph and out_given and plan.launch is not None and not plan.copies and not plan.zeros:
-        _replays[key] = (plan.launch, plan.table)
-        if len(_replays) > _REPLAYS_KEPT:
-            _replays.popitem(last=False)
+        gemm.remember(_replays, key, (plan.launch, plan.table), _REPLAYS_KEPT)
     if graph:
         torch.cuda.current_stream(device).synchronize()
         g = torch.cuda.CUDAGraph()
         with torch.cuda.graph(g):
             _run(plan, mode, streams)
-        _graphs[key] = (g, out, plan)  # the plan: copy buffers and table the graph reads
-        if len(_graphs) > _GRAPHS_KEPT:
-            _graphs.popitem(last=False)
+        # The plan: the copy buffers and the table the graph reads.
+        gemm.remember(_graphs, key, (g, out, plan), _GRAPHS_KEPT)
     return out  # computed by the eager run above; later calls replay the graph

@@ -181,14 +181,20 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None
     planned = plan_launch(spec, cfg, device_index, a_read, b_read, c, k, lda, ldb)
     planned.fire()
     if key is not None and a_read is a and b_read is b:  # no per-call input copies
-        _plans[key] = planned
-        if len(_plans) > _PLANS_KEPT:
-            _plans.popitem(last=False)
+        remember(_plans, key, planned, _PLANS_KEPT)
     return c
 
 
 def _layout(t: torch.Tensor) -> tuple:
+    """What a launch worked out for `t` depends on: its address, shape, strides, dtype, device."""
     return t.data_ptr(), t.shape, t.stride(), t.dtype, t.device
+
+
+def remember(cache: OrderedDict, key, value, kept: int) -> None:
+    """Store `value` in a cache that keeps its `kept` newest entries."""
+    cache[key] = value
+    if len(cache) > kept:
+        cache.popitem(last=False)
 
 
 @dataclass

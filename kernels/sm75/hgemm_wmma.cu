@@ -141,6 +141,8 @@ __device__ __forceinline__ void hgemm(const half* __restrict__ A, const half* __
   // integer instructions as there were MMAs.)
   constexpr int A_ROWS_PER_PASS = LOAD_THREADS / (BK / VEC);  // a_chunk_coords keeps this step
   constexpr int B_ROWS_PER_PASS = LOAD_THREADS / (BN / VEC);
+  // (LOADERS == 1 is spelled out here and below so the 2-stage build keeps no group tests:
+  // the compiler does not know threadIdx.x < THREADS.)
   const int lt = LOADERS == 1 ? threadIdx.x : threadIdx.x % LOAD_THREADS;  // index in the group
   const int group = LOADERS == 1 ? 0 : threadIdx.x / LOAD_THREADS;
   int a_row0, a_col0;
