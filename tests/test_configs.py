@@ -100,6 +100,33 @@ def test_sm90_rules(change, message):
         configs.validate(replace(spec.config("128x256"), **change), spec, arch.offline("sm_90a"))
 
 
+@pytest.mark.parametrize("change, message", [
+    (dict(warp_m=64), r"a ping-pong consumer owns the whole tile: warp tile 64x128 must be the block tile 128x128"),
+    (dict(block_m=256, warp_m=256), "with block_m 64 or 128"),
+    (dict(warp_n=256, block_n=256), r"256 fp32 accumulators do not fit the consumers' 232 registers"),
+])
+def test_sm90_pingpong_rules(change, message):
+    spec = registry.SM90_GEMM
+    with pytest.raises(ConfigError, match=message):
+        configs.validate(replace(spec.config("128x128pp"), **change), spec, arch.offline("sm_90a"))
+
+
+def test_pingpong_is_a_flag_of_the_kernels_that_have_it(tmp_path):
+    with pytest.raises(ConfigError, match="sm75_hgemm_wmma has no ping-pong consumers"):
+        configs.validate(replace(GOOD, pingpong=1), SPEC, arch.offline("sm_90a"))
+    p = write(tmp_path, "configs:\n  t: {block_m: 64, block_n: 64, block_k: 32, warp_m: 32, warp_n: 32, stages: 2, threads: 128, pingpong: 2}\n")
+    with pytest.raises(ConfigError, match="pingpong=2 must be 0 or 1"):
+        configs.load(p)
+    p = write(tmp_path, "configs:\n  t: {block_m: 64, block_n: 64, block_k: 32, warp_m: 32, warp_n: 32, stages: 2, threads: 128, pingpong: 0}\n")
+    assert configs.load(p)[0].pingpong == 0
+    # Two consumer warpgroups whose slice is the whole tile: 384 threads, C staging for both.
+    pp = registry.SM90_GEMM.config("128x128pp")
+    assert registry.SM90_GEMM.thread_layout(pp)[0] == 384
+    assert registry.SM90_GEMM.smem_bytes(pp) == registry.SM90_GEMM.smem_bytes(registry.SM90_GEMM.config("128x128"))
+    assert registry.SM90_GEMM.defines(pp)["ZOO_PINGPONG"] == 1
+    assert "ZOO_PINGPONG" not in registry.SM90_GEMM.defines(registry.SM90_GEMM.config("128x128"))
+
+
 def test_cluster_needs_a_kernel_that_supports_it():
     with pytest.raises(ConfigError, match=r"cluster_m 2 not supported by sm75_hgemm_wmma \(supports \[1\]\)"):
         configs.validate(replace(GOOD, cluster_m=2), SPEC, arch.offline("sm_90a"))

@@ -316,6 +316,27 @@ def test_grouped_mixed_shapes_every_dtype(spec):
                 check_batch(a_list, b_list, outs)
 
 
+def test_sm90_grouped_launches_every_config():
+    """Every sm90 config (ping-pong ones too) on grouped launches whose CTAs get one, two or
+    several units of different K depths: a ping-pong consumer skips the other's K-tiles in
+    the ring, and the other may have none left. Batches of 1, 7 and 27 (over two units per SM)."""
+    lim = gemm.device_limits(torch.cuda.current_device())
+    spec = registry.SM90_GEMM
+    if not spec.runs_on(lim.cc):
+        pytest.skip(f"{spec.name} runs on CC 9.0 only; this GPU is {lim.cc}")
+    gen = torch.Generator(device="cuda").manual_seed(41)
+    mixed = [(129, 200, 77), (768, 768, 1024), (7, 4096, 128), (300, 5, 9), (1504, 33, 2112), (256, 384, 64)]
+    for cfg in (c for c in spec.configs if not configs.problems(c, spec, lim)):
+        a_list = [rand(m, k, gen=gen) for m, _, k in mixed]
+        b_list = [rand(k, n, gen=gen) for _, n, k in mixed]
+        check_batch(a_list, b_list, zoo.bmm(a_list, b_list, mode="grouped", config=cfg.name))
+        for batch, m, n, k in ((1, 64, 64, 64), (7, 768, 768, 1024), (27, 512, 640, 192)):
+            a, b = rand(batch, m, k, gen=gen), rand(batch, k, n, gen=gen)
+            out = torch.full((batch, m, n), float("nan"), device="cuda", dtype=torch.float32)
+            zoo.bmm(a, b, out=out, out_dtype=torch.float32, config=cfg.name)
+            check_batch(a, b, out)
+
+
 def test_bmm_default_mode_and_empty_problems():
     gen = torch.Generator(device="cuda").manual_seed(31)
     a, b = rand(5, 100, 60, gen=gen), rand(5, 60, 90, gen=gen)

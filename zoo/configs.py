@@ -38,6 +38,7 @@ class TileConfig:
     threads: int
     group_m: int = 8  # tile rows walked together in the grouped (L2-friendly) block order
     cluster_m: int = 1  # CTAs per thread-block cluster, stacked in M (sharing B by TMA multicast)
+    pingpong: int = 0  # 1: two consumer warpgroups own whole tiles and take them in turn (sm90)
 
     @property
     def warps(self) -> int:
@@ -49,11 +50,13 @@ class TileConfig:
     def describe(self) -> str:
         return (f"{self.block_m}x{self.block_n}x{self.block_k}, warp {self.warp_m}x{self.warp_n}, "
                 f"{self.threads} thr, {self.stages} stages"
-                + (f", cluster {self.cluster_m}x1" if self.cluster_m > 1 else ""))
+                + (f", cluster {self.cluster_m}x1" if self.cluster_m > 1 else "")
+                + (", ping-pong consumers" if self.pingpong else ""))
 
 
 _INT_FIELDS = tuple(f.name for f in fields(TileConfig) if f.name != "name")
-_REQUIRED = tuple(f.name for f in fields(TileConfig) if f.name not in ("name", "group_m", "cluster_m"))
+_REQUIRED = tuple(f.name for f in fields(TileConfig) if f.name not in ("name", "group_m", "cluster_m", "pingpong"))
+_FLAGS = ("pingpong",)  # 0 or 1
 
 
 def parse(name: str, raw: object, origin: str = "config") -> TileConfig:
@@ -67,9 +70,12 @@ def parse(name: str, raw: object, origin: str = "config") -> TileConfig:
         parts = ([f"unknown field(s) {', '.join(unknown)}"] if unknown else []) + \
                 ([f"missing field(s) {', '.join(missing)}"] if missing else [])
         raise ConfigError(f"{where}: {'; '.join(parts)} (fields: {', '.join(_INT_FIELDS)})")
-    bad = [k for k, v in raw.items() if not isinstance(v, int) or isinstance(v, bool) or v <= 0]
+    bad = [k for k, v in raw.items() if k not in _FLAGS and (not isinstance(v, int) or isinstance(v, bool) or v <= 0)]
     if bad:
         raise ConfigError(f"{where}: {', '.join(f'{k}={raw[k]!r}' for k in bad)} must be positive integers")
+    bad = [k for k in _FLAGS if k in raw and raw[k] not in (0, 1)]
+    if bad:
+        raise ConfigError(f"{where}: {', '.join(f'{k}={raw[k]!r}' for k in bad)} must be 0 or 1")
     return TileConfig(name=str(name), **raw)
 
 
@@ -103,6 +109,8 @@ def problems(config: TileConfig, kernel: "KernelSpec", limits: "ArchLimits") -> 
         out.append(f"stages {c.stages} not supported by {kernel.name} (supports {list(kernel.stages)})")
     if c.cluster_m not in kernel.cluster_sizes:
         out.append(f"cluster_m {c.cluster_m} not supported by {kernel.name} (supports {list(kernel.cluster_sizes)})")
+    if c.pingpong and not kernel.pingpong:
+        out.append(f"{kernel.name} has no ping-pong consumers (pingpong must be 0)")
     if out:  # the kernel's own rules and its smem formula assume the tiling above holds
         return out
     out += kernel.rules(c)

@@ -61,6 +61,7 @@ class KernelSpec:
     launch_registers: Callable[[cfgs.TileConfig], int] | None = None
     persistent: bool = False             # a grid of as many blocks as fit at once, looping over tiles
     cluster_sizes: tuple[int, ...] = (1,)  # thread-block cluster sizes (along M) it supports
+    pingpong: bool = False               # configs may set pingpong: consumers take whole tiles in turn
     split_k: bool = False                # can cut K into units reduced through a workspace
     pipeline: str = ""                   # how K-tiles are staged; {stages} and {ahead} filled per config
     # Host launchers of an nvcc build (zoo export): (input dtype, output dtype) -> extern "C"
@@ -105,7 +106,8 @@ class KernelSpec:
         return {"ZOO_BM": c.block_m, "ZOO_BN": c.block_n, "ZOO_BK": c.block_k,
                 "ZOO_WARP_M": c.warp_m, "ZOO_WARP_N": c.warp_n, "ZOO_STAGES": c.stages,
                 "ZOO_GROUP_M": c.group_m, "ZOO_CLUSTER_M": c.cluster_m,
-                "ZOO_SMEM_BYTES": self.smem_bytes(c), **self.extra_defines}
+                "ZOO_SMEM_BYTES": self.smem_bytes(c), **({"ZOO_PINGPONG": 1} if c.pingpong else {}),
+                **self.extra_defines}
 
     def grid(self, c: cfgs.TileConfig, m: int, n: int, resident_clusters: int,
              splits: int = 1) -> tuple[int, int, int]:
@@ -247,7 +249,9 @@ TMA_SWIZZLE_COLS = 64         # 16-bit elements in one 128-byte swizzled row
 
 
 def _sm90_consumers(c: cfgs.TileConfig) -> int:
-    return c.warps  # each "warp tile" of an sm90 config is one consumer warpgroup's slice
+    """Each "warp tile" of an sm90 config is one consumer warpgroup's slice of a tile; ping-pong
+    configs have two consumers whose slice is the whole tile."""
+    return 2 if c.pingpong else c.warps
 
 
 def _sm90_threads(c: cfgs.TileConfig) -> tuple[int, str]:
@@ -288,7 +292,11 @@ def _sm90_rules(c: cfgs.TileConfig) -> list[str]:
     out = []
     if c.block_k != TMA_SWIZZLE_COLS:
         out.append(f"block_k {c.block_k} must be {TMA_SWIZZLE_COLS}: one 128-byte swizzled row of A per K-tile")
-    if c.warp_m != 64:
+    if c.pingpong:
+        if (c.warp_m, c.warp_n) != (c.block_m, c.block_n) or c.warp_m not in (64, 128):
+            out.append(f"a ping-pong consumer owns the whole tile: warp tile {c.warp_m}x{c.warp_n} must be "
+                       f"the block tile {c.block_m}x{c.block_n}, with block_m 64 or 128 (one or two wgmma m64)")
+    elif c.warp_m != 64:
         out.append(f"warp_m {c.warp_m} must be 64: a consumer warpgroup issues wgmma m64")
     if c.warp_n not in (128, 192, 256):
         out.append(f"warp_n {c.warp_n} must be 128, 192 or 256 (the wgmma N the kernel instantiates)")
@@ -299,7 +307,7 @@ def _sm90_rules(c: cfgs.TileConfig) -> list[str]:
                    f"evenly over the cluster's {c.cluster_m} CTAs")
     if c.block_m > 256:
         out.append(f"block_m {c.block_m} > 256, the largest TMA box dimension")
-    return out + _sm90_register_rules(c, c.warp_n // 2, 40, "fp32 accumulators")
+    return out + _sm90_register_rules(c, c.warp_m // 64 * c.warp_n // 2, 40, "fp32 accumulators")
 
 
 def _sm90_register_rules(c: cfgs.TileConfig, accumulators: int, others: int, what: str) -> list[str]:
@@ -340,7 +348,7 @@ SM90_GEMM = KernelSpec(
                     (r"\bHMMA\.", "HMMA (the legacy tensor-core path)")),
     description="TMA + mbarrier ring, warp-specialized producer/consumers, wgmma, persistent",
     thread_layout=_sm90_threads, launch_registers=_sm90_launch_registers, persistent=True,
-    cluster_sizes=(1, 2), split_k=True,
+    cluster_sizes=(1, 2), split_k=True, pingpong=True,
     exports={("float16", "float32"): "zoo_gemm_sm90", ("float16", "float16"): "zoo_gemm_sm90_half",
              ("bfloat16", "float32"): "zoo_gemm_sm90_bf16", ("bfloat16", "bfloat16"): "zoo_gemm_sm90_bf16_bf16"},
     pipeline="{stages}-stage TMA ring with full/empty mbarriers: the producer warpgroup runs up "

@@ -61,6 +61,9 @@
 #define ZOO_CLUSTER_M 2
 #define ZOO_SMEM_BYTES 230480
 #endif
+#ifndef ZOO_PINGPONG
+#define ZOO_PINGPONG 0
+#endif
 
 namespace zoo_sm90 {
 
@@ -79,9 +82,15 @@ constexpr bool TF32 = false;
 constexpr int IN_BYTES = TF32 ? 4 : 2;              // fp32 inputs, or fp16 / bf16
 constexpr int MMA_K = 32 / IN_BYTES;                // one wgmma covers 32 bytes of K (k16 / k8)
 constexpr int MMA_N = TF32 ? WG_M : WG_N;           // wgmma N: C columns, or C rows for TF32
-constexpr int ACC_REGS = MMA_N / 2;                 // fp32 accumulators per thread (64 x MMA_N / 128)
+constexpr int ACC_REGS = MMA_N / 2;                 // fp32 accumulators of one wgmma (64 x MMA_N / 128)
 constexpr int CLUSTER_M = ZOO_CLUSTER_M;  // CTAs of a cluster: tiles stacked in M, sharing B
-constexpr int CONSUMERS = (BM / WG_M) * (BN / WG_N);
+// Ping-pong (ZOO_PINGPONG): two consumer warpgroups each own whole tiles and take the CTA's
+// tiles in turn, so one's epilogue and the start of its next tile run under the other's
+// MMAs. Else the consumers split every tile between them (cooperative).
+constexpr bool PINGPONG = ZOO_PINGPONG != 0;
+constexpr int M_SUBS = TF32 ? 1 : WG_M / 64;        // wgmma m64 row blocks of a consumer's slice
+constexpr int SLICES = (BM / WG_M) * (BN / WG_N);   // consumer slices per tile
+constexpr int CONSUMERS = PINGPONG ? 2 : SLICES;
 constexpr int WG_THREADS = 128;
 constexpr int THREADS = WG_THREADS * (1 + CONSUMERS);
 
@@ -113,7 +122,9 @@ constexpr int CONSUMER_REGS_FREE =
 constexpr int CONSUMER_REGS = CONSUMER_REGS_FREE < 256 ? CONSUMER_REGS_FREE : 256;
 
 static_assert(BK == BOX_COLS, "a K-tile of A is one 128-byte swizzled row per M row");
-static_assert((TF32 ? WG_N : WG_M) == 64, "a consumer warpgroup issues wgmma m64");
+static_assert((TF32 ? WG_N : WG_M) == 64 || (PINGPONG && !TF32 && WG_M == 128),
+              "a consumer warpgroup issues wgmma m64 (two row blocks of it in a ping-pong tile)");
+static_assert(!PINGPONG || SLICES == 1, "ping-pong consumers own whole tiles");
 static_assert(MMA_N == 128 || MMA_N == 192 || MMA_N == 256, "wgmma wrappers exist for N = 128, 192 and 256");
 static_assert(BM % WG_M == 0 && BN % WG_N == 0 && BN % BOX_COLS == 0, "tile must split");
 static_assert(BM <= 256 && BK <= 256, "TMA box dimensions are at most 256");
@@ -124,7 +135,7 @@ static_assert(CLUSTER_M >= 1 && (BN / BOX_COLS) % CLUSTER_M == 0,
               "each CTA of a cluster multicasts an equal share of B's boxes");
 static_assert(A_STAGE_BYTES % ATOM_BYTES == 0 && B_BOX_BYTES % ATOM_BYTES == 0,
               "stages and boxes must keep 1024-byte alignment");
-static_assert(CONSUMER_REGS >= ACC_REGS + (TF32 ? 56 : 40), "the accumulators must fit the consumers' registers");
+static_assert(CONSUMER_REGS >= M_SUBS * ACC_REGS + (TF32 ? 56 : 40), "the accumulators must fit the consumers' registers");
 static_assert(SMEM_BYTES == ZOO_SMEM_BYTES, "host smem formula (zoo/registry.py) disagrees with the kernel");
 
 // Stores two adjacent outputs (row, col), (row, col + 1); `pair` when both are inside N and
@@ -287,19 +298,23 @@ struct Scheduler {
 // others' partials and runs the epilogue. No unit waits for another, so a persistent grid
 // cannot deadlock whatever order it meets the units in. Returns whether this unit finishes.
 template <typename OutT>
-__device__ __forceinline__ bool split_k_reduce(float (&acc)[ACC_REGS], const Work<OutT>& w,
+__device__ __forceinline__ bool split_k_reduce(float (&acc)[M_SUBS][ACC_REGS], const Work<OutT>& w,
                                                const Scheduler<OutT>& sched, int consumer,
                                                float* workspace, int* counters,
                                                volatile int* flag) {
-  constexpr int VECS = ACC_REGS / 4;  // float4s per thread
+  constexpr int VECS = ACC_REGS / 4;  // float4s per thread and wgmma row block
   const int t = threadIdx.x % WG_THREADS;
-  const int slot = (w.tile_m * zoo::ceil_div(w.g.N, BN) + w.tile_n) * CONSUMERS + consumer;
+  const int slice = PINGPONG ? 0 : consumer;
+  const int slot = (w.tile_m * zoo::ceil_div(w.g.N, BN) + w.tile_n) * SLICES + slice;
   float4* const partials = reinterpret_cast<float4*>(workspace) +
-                           static_cast<long long>(slot) * sched.splits * VECS * WG_THREADS;
-  float4* const mine = partials + static_cast<long long>(w.split) * VECS * WG_THREADS;
+                           static_cast<long long>(slot) * sched.splits * M_SUBS * VECS * WG_THREADS;
+  float4* const mine = partials + static_cast<long long>(w.split) * M_SUBS * VECS * WG_THREADS;
 #pragma unroll
-  for (int i = 0; i < VECS; ++i)
-    mine[i * WG_THREADS + t] = make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]);
+  for (int s = 0; s < M_SUBS; ++s)
+#pragma unroll
+    for (int i = 0; i < VECS; ++i)
+      mine[(s * VECS + i) * WG_THREADS + t] =
+          make_float4(acc[s][4 * i], acc[s][4 * i + 1], acc[s][4 * i + 2], acc[s][4 * i + 3]);
   __threadfence();  // the partial is visible GPU-wide before the count says so
   named_barrier(1 + consumer, WG_THREADS);
   if (t == 0) flag[consumer] = atomicAdd(counters + slot, 1);
@@ -308,12 +323,15 @@ __device__ __forceinline__ bool split_k_reduce(float (&acc)[ACC_REGS], const Wor
   __threadfence();
   for (int s = 0; s < sched.splits; ++s) {
     if (s == w.split) continue;
-    const float4* const other = partials + static_cast<long long>(s) * VECS * WG_THREADS;
+    const float4* const other = partials + static_cast<long long>(s) * M_SUBS * VECS * WG_THREADS;
 #pragma unroll
-    for (int i = 0; i < VECS; ++i) {
-      const float4 v = __ldcg(other + i * WG_THREADS + t);  // written by other SMs: not via L1
-      acc[4 * i] += v.x, acc[4 * i + 1] += v.y, acc[4 * i + 2] += v.z, acc[4 * i + 3] += v.w;
-    }
+    for (int r = 0; r < M_SUBS; ++r)
+#pragma unroll
+      for (int i = 0; i < VECS; ++i) {
+        const float4 v = __ldcg(other + (r * VECS + i) * WG_THREADS + t);  // from other SMs: not via L1
+        float* const a = acc[r];
+        a[4 * i] += v.x, a[4 * i + 1] += v.y, a[4 * i + 2] += v.z, a[4 * i + 3] += v.w;
+      }
   }
   return true;
 }
@@ -375,6 +393,31 @@ __device__ __forceinline__ void store_tile_tma_transposed(const float (&acc)[ACC
   }
 }
 
+// Ring position: `n` K-tiles further on (the phase flips at each lap).
+__device__ __forceinline__ void advance_ring(int& stage, unsigned& phase, int n) {
+  if (n <= 0) return;
+  stage += n;
+  phase ^= (stage / STAGES) & 1;
+  stage %= STAGES;
+}
+
+template <int R, int N>
+__device__ __forceinline__ void zero_accumulators(float (&acc)[R][N]) {
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int i = 0; i < N; ++i) acc[r][i] = 0.f;
+}
+template <int R, int N>
+__device__ __forceinline__ void fence_accumulators(float (&acc)[R][N]) {
+#pragma unroll
+  for (int r = 0; r < R; ++r) fence_accumulators(acc[r]);
+}
+
+// Hardware barriers 1..CONSUMERS: one consumer warpgroup's own steps; the next two: the
+// ping-pong consumers' turns (bar ORDER_BARRIER + c: consumer c may issue its MMAs).
+constexpr int ORDER_BARRIER = 1 + CONSUMERS;
+
 // ---- Consumers: warpgroup `consumer` computes rows wg_m0.., columns wg_n0.. of each tile.
 template <bool BF16, typename OutT>
 __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsigned epi_smem,
@@ -383,7 +426,8 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
                                         float* workspace, int* counters,
                                         volatile int* split_flags) {
   setmaxnreg_inc<CONSUMER_REGS>();
-  const int wg_m0 = (consumer % (BM / WG_M)) * WG_M, wg_n0 = (consumer / (BM / WG_M)) * WG_N;
+  const int slice = PINGPONG ? 0 : consumer;  // a ping-pong consumer's slice is the whole tile
+  const int wg_m0 = (slice % (BM / WG_M)) * WG_M, wg_n0 = (slice / (BM / WG_M)) * WG_N;
   const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
 
   // Descriptors of stage 0 for this warpgroup's slice; a stage, a k step and a B box are
@@ -405,16 +449,26 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
                        ((((n % BOX_COLS) / 4) ^ k) << 4) + 4 * (n % 4);
     }
 
-  float acc[ACC_REGS];
-#pragma unroll
-  for (int i = 0; i < ACC_REGS; ++i) acc[i] = 0.f;
+  float acc[M_SUBS][ACC_REGS];
+  zero_accumulators(acc);
 
   int stage = 0;
   unsigned phase = 0;
   bool c_tma_used = false;
   const TensorMap* c_fenced = nullptr;
-  for (int unit = sched.first; unit < sched.units; unit += sched.step) {
+  // turn: the unit's place in this CTA's list. Ping-pong consumers take turns: consumer c
+  // owns the units with turn % 2 == c, skips the other's K-tiles in the ring, and issues its
+  // MMAs only once the other has issued all of its previous unit's (ORDER_BARRIER): so the
+  // tensor cores serve one tile at a time, and no consumer waits on a ring stage more than
+  // one lap ahead of what has been consumed (the parity wait could not tell the laps apart).
+  int turn = 0;
+  for (int unit = sched.first; unit < sched.units; unit += sched.step, ++turn) {
     const Work<OutT> w = sched.work(unit);
+    if (PINGPONG && turn % 2 != consumer) {
+      advance_ring(stage, phase, w.kt_end - w.kt_begin);
+      continue;
+    }
+    if (PINGPONG && turn > 0) named_barrier(ORDER_BARRIER + consumer, 2 * WG_THREADS);
     const int tile_m = w.tile_m, tile_n = w.tile_n;
     // A new GEMM's C map is first read by this unit's stores: fetch it under the MMAs.
     if (sched.table != nullptr && w.g.c_tma && w.g.c != c_fenced && threadIdx.x % WG_THREADS == 0)
@@ -439,17 +493,20 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
           frag[ks][3] = round_to_tf32(ld_shared_u32(b_stage + frag_off[1][1]));
           wgmma_fence();
           const unsigned long long a = desc_a0 + ((stage * A_STAGE_BYTES + ks * 32) >> 4);
-          WgmmaTf32<MMA_N>::mma(acc, frag[ks], a, (kt > w.kt_begin || ks > 0) ? 1 : 0);
+          WgmmaTf32<MMA_N>::mma(acc[0], frag[ks], a, (kt > w.kt_begin || ks > 0) ? 1 : 0);
           wgmma_commit();
         }
-        fence_accumulators(acc);
+        fence_accumulators(acc[0]);
       } else {
         wgmma_fence();
 #pragma unroll
         for (int ks = 0; ks < K_STEPS; ++ks) {
           const unsigned long long a = desc_a0 + ((stage * A_STAGE_BYTES + ks * 32) >> 4);
           const unsigned long long b = desc_b0 + ((stage * B_STAGE_BYTES + ks * MMA_K * SWIZZLE_BYTES) >> 4);
-          Wgmma<MMA_N, BF16>::mma(acc, a, b, (kt > w.kt_begin || ks > 0) ? 1 : 0);
+#pragma unroll
+          for (int s = 0; s < M_SUBS; ++s)  // row block s: 64 rows (64 x 128 B) further into A
+            Wgmma<MMA_N, BF16>::mma(acc[s], a + s * (64 * SWIZZLE_BYTES >> 4), b,
+                                    (kt > w.kt_begin || ks > 0) ? 1 : 0);
         }
         wgmma_commit();
         // This K-tile's MMAs stay in flight; the previous one's are done, so its stage is free.
@@ -460,13 +517,12 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       prev_stage = stage;
       if (++stage == STAGES) stage = 0, phase ^= 1;
     }
+    // The other ping-pong consumer's next unit may issue its MMAs now.
+    if (PINGPONG && unit + sched.step < sched.units) named_barrier_arrive(ORDER_BARRIER + 1 - consumer, 2 * WG_THREADS);
     wgmma_wait<0>();
     fence_accumulators(acc);
     if (prev_stage >= 0 && lane == 0) release(empty_bar + 8 * prev_stage);
-    if (w.kt_begin >= w.kt_end) {  // an empty K slice (the host avoids them) adds zero
-#pragma unroll
-      for (int i = 0; i < ACC_REGS; ++i) acc[i] = 0.f;
-    }
+    if (w.kt_begin >= w.kt_end) zero_accumulators(acc);  // an empty K slice (the host avoids them) adds zero
     if (sched.splits > 1 &&
         !split_k_reduce(acc, w, sched, consumer, workspace, counters, split_flags))
       continue;  // another unit of this tile finishes it
@@ -478,10 +534,14 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       }
       c_tma_used = true;
       const unsigned buf = epi_smem + consumer * EPI_BOXES * EPI_BOX_BYTES;
-      if constexpr (TF32)
-        store_tile_tma_transposed(acc, buf, w.g.c, tile_m * BM + wg_m0, tile_n * BN + wg_n0, consumer, warp, lane);
-      else
-        store_tile_tma<OutT>(acc, buf, w.g.c, tile_m * BM + wg_m0, tile_n * BN + wg_n0, consumer, warp, lane);
+      if constexpr (TF32) {
+        store_tile_tma_transposed(acc[0], buf, w.g.c, tile_m * BM + wg_m0, tile_n * BN + wg_n0, consumer, warp, lane);
+      } else {
+#pragma unroll
+        for (int s = 0; s < M_SUBS; ++s)
+          store_tile_tma<OutT>(acc[s], buf, w.g.c, tile_m * BM + wg_m0 + 64 * s, tile_n * BN + wg_n0,
+                               consumer, warp, lane);
+      }
       continue;
     }
     const int M = w.g.M, N = w.g.N, ldc = w.g.ldc;
@@ -498,7 +558,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             const int row = tile_m * BM + wg_m0 + 8 * j + 2 * (lane % 4) + e;
-            if (row < M) C[static_cast<long long>(row) * ldc + col] = acc[4 * j + 2 * h + e];
+            if (row < M) C[static_cast<long long>(row) * ldc + col] = acc[0][4 * j + 2 * h + e];
           }
       }
       continue;
@@ -511,18 +571,20 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
     const int row0 = tile_m * BM + wg_m0 + warp * 16 + lane / 4;
     const int col0 = tile_n * BN + wg_n0 + 2 * (lane % 4);
 #pragma unroll
-    for (int half_rows = 0; half_rows < 2; ++half_rows) {
-      const int row = row0 + 8 * half_rows;
-      if (row >= M) continue;
-      OutT* const c_row = C + static_cast<long long>(row) * ldc;
+    for (int s = 0; s < M_SUBS; ++s)
 #pragma unroll
-      for (int j = 0; j < WG_N / 8; ++j) {
-        const int col = col0 + 8 * j;
-        if (col < N)
-          store2(c_row + col, acc[4 * j + 2 * half_rows], acc[4 * j + 2 * half_rows + 1],
-                 c_pairs && col + 1 < N, col + 1 < N);
+      for (int half_rows = 0; half_rows < 2; ++half_rows) {
+        const int row = row0 + 64 * s + 8 * half_rows;
+        if (row >= M) continue;
+        OutT* const c_row = C + static_cast<long long>(row) * ldc;
+#pragma unroll
+        for (int j = 0; j < WG_N / 8; ++j) {
+          const int col = col0 + 8 * j;
+          if (col < N)
+            store2(c_row + col, acc[s][4 * j + 2 * half_rows], acc[s][4 * j + 2 * half_rows + 1],
+                   c_pairs && col + 1 < N, col + 1 < N);
+        }
       }
-    }
   }
   // The last stores must finish before the block exits.
   if (c_tma_used && threadIdx.x % WG_THREADS == 0) bulk_wait<0>();
@@ -546,7 +608,7 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(full_bar + 8 * s, 1);                              // the producer's expect_tx
-      mbar_init(empty_bar + 8 * s, CLUSTER_M * CONSUMERS * 4);     // every consumer warp of the cluster
+      mbar_init(empty_bar + 8 * s, CLUSTER_M * SLICES * 4);  // the warps reading it, cluster-wide
     }
     mbar_init_fence();
   }

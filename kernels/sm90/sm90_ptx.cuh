@@ -123,6 +123,11 @@ __device__ __forceinline__ void fence_proxy_async() {
 __device__ __forceinline__ void named_barrier(unsigned id, unsigned threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
+// Counts this warp in on barrier `id` without waiting: the signalling side of a barrier
+// whose other `threads` - 32 x (arriving warps) wait in named_barrier.
+__device__ __forceinline__ void named_barrier_arrive(unsigned id, unsigned threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
 
 // ---- Clusters: rank, ids, a cluster-wide barrier and arrivals on a peer CTA's mbarrier.
 
