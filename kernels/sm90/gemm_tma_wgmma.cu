@@ -36,6 +36,10 @@
 //   reloaded only once the same step of the previous K-tile is done (wgmma.wait_group 3).
 //   The producer runs ahead into the next tile while the consumers store this one: registers
 //   to swizzled shared memory, then a TMA store that drains under the next tile's MMAs.
+//   Ping-pong (ZOO_PINGPONG, configs with pingpong: 1): the two consumers each own whole tiles
+//   (WG_M = 128: two wgmma m64 row blocks) and take the CTA's tiles in turn, handing the
+//   tensor cores over with a pair of named barriers, so one's epilogue runs under the other's
+//   MMAs; each skips the other's K-tiles in the ring.
 //   In a cluster, the CTAs' tiles share columns: each producer loads 1/CLUSTER_M of the B boxes
 //   and multicasts them to every CTA, so a stage is free only when the consumers of all the
 //   cluster's CTAs have released it (they arrive on every CTA's "empty" barrier).
