@@ -412,11 +412,6 @@ __device__ __forceinline__ void zero_accumulators(float (&acc)[R][N]) {
 #pragma unroll
     for (int i = 0; i < N; ++i) acc[r][i] = 0.f;
 }
-template <int R, int N>
-__device__ __forceinline__ void fence_accumulators(float (&acc)[R][N]) {
-#pragma unroll
-  for (int r = 0; r < R; ++r) fence_accumulators(acc[r]);
-}
 
 // Hardware barriers 1..CONSUMERS: one consumer warpgroup's own steps; the next two: the
 // ping-pong consumers' turns (bar ORDER_BARRIER + c: consumer c may issue its MMAs).

@@ -199,6 +199,12 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
+// The same for a consumer's row blocks of accumulators.
+template <int R, int N>
+__device__ __forceinline__ void fence_accumulators(float (&d)[R][N]) {
+#pragma unroll
+  for (int r = 0; r < R; ++r) fence_accumulators(d[r]);
+}
 
 #define ZOO_ACC8(i)                                                                         \
   "+f"(d[i + 0]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]),           \
