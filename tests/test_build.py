@@ -138,7 +138,7 @@ def test_tf32_kernel_sass_is_tf32_wgmma_with_register_fragments():
     text = sass.function_sass(cubin.image, spec.entry[("float32", "float32")])
     ops = sass.opcode_counts(text)
     assert text.count("HGMMA.64x256x8.F32.TF32 ") == 4, "four k8 wgmmas per 32-deep K-tile"
-    assert "UTMALDG.2D" in ops and "UTMASTG.2D" in ops
+    assert "UTMALDG.3D" in ops and "UTMASTG.3D" in ops  # 3-D maps: (columns, rows, batch)
     assert not any(op.startswith(("HMMA", "LDL", "STL")) for op in ops)
 
 

@@ -337,6 +337,50 @@ def test_sm90_grouped_launches_every_config():
             check_batch(a, b, out)
 
 
+def test_sm90_batched_tensor_maps_take_strided_batches():
+    """The sm90 batched mode reads the whole batch through 3-D tensor maps: in place when the
+    layout allows (padded rows, a sliced batch), through one copy when not (interleaved
+    matrices, unaligned rows); C through TMA or, when its rows or matrices are not 16-byte
+    aligned, stored directly (matrix i at C + i * its batch stride); split-K counts the
+    batch's tiles (2 x 128^2 with a deep K)."""
+    lim = gemm.device_limits(torch.cuda.current_device())
+    spec = registry.SM90_GEMM
+    if not spec.runs_on(lim.cc):
+        pytest.skip(f"{spec.name} runs on CC 9.0 only; this GPU is {lim.cc}")
+    from zoo import batched
+    gen = torch.Generator(device="cuda").manual_seed(43)
+    batch, m, n, k = 5, 200, 136, 264
+    padded_rows = rand(batch, m, k + 8, gen=gen)[:, :, :k]          # A in place
+    odd_rows = rand(batch, m, k + 1, gen=gen)[:, :, :k]             # A copied: 530-byte rows
+    a_interleaved = rand(m, batch, k, gen=gen).permute(1, 0, 2)     # A copied: matrices overlap
+    every_other = rand(2 * batch, k, n, gen=gen)[::2]               # B in place
+    b_interleaved = rand(k, batch, n, gen=gen).permute(1, 0, 2)     # B copied
+    assert gemm.batch_plan(padded_rows)[2] is None and gemm.batch_plan(every_other)[2] is None
+    for t in (odd_rows, a_interleaved, b_interleaved):
+        assert gemm.batch_plan(t)[2] is not None
+    outs = {"packed": torch.empty(batch, m, n, device="cuda"),
+            "spaced": torch.empty(batch, m + 3, n + 8, device="cuda")[:, :m, :n],  # TMA
+            "odd rows": torch.empty(batch, m, n + 1, device="cuda")[:, :, :n],     # direct stores
+            "odd matrix stride": torch.empty(batch, m * n + 1, device="cuda")[:, :m * n].view(batch, m, n)}
+    for a, b in ((padded_rows, every_other), (a_interleaved, b_interleaved), (odd_rows, every_other)):
+        for name, out in outs.items():
+            for cfg in ("128x128", "256x192", "128x192pp"):
+                out.fill_(float("nan"))
+                zoo.bmm(a, b, out=out, out_dtype=torch.float32, config=cfg)
+                check_batch(a, b, out)
+    plan = batched._plan(list(padded_rows.unbind(0)), list(every_other.unbind(0)), list(outs["packed"].unbind(0)),
+                         torch.float32, None, None, [], (padded_rows, every_other, outs["packed"]))
+    assert plan.whole and not plan.copies
+    # Split-K over a batch: 2 GEMMs of one 128x128 tile each fill no wave without it.
+    a, b = rand(2, 128, 8192, gen=gen), rand(2, 8192, 128, gen=gen)
+    cfg = spec.config("128x128")
+    resident = gemm.compiled(spec, cfg, "float16", "float16", torch.cuda.current_device()) \
+        .resident_clusters(cfg.threads, cfg.cluster_m, lim.sm_count)
+    assert registry.split_k(spec, cfg, 128, 128, 8192, resident, batch=2) > 1
+    for out_dtype in (torch.float16, torch.float32):
+        check_batch(a, b, zoo.bmm(a, b, out_dtype=out_dtype, config="128x128"))
+
+
 def test_bmm_default_mode_and_empty_problems():
     gen = torch.Generator(device="cuda").manual_seed(31)
     a, b = rand(5, 100, 60, gen=gen), rand(5, 60, 90, gen=gen)

@@ -2,8 +2,10 @@
 
 - "streams": one zoo.mm per GEMM, round-robin over S CUDA streams that fork from and join
   back to the caller's stream with events (the classic multi-stream driver).
-- "batched": a (B, M, K) x (B, K, N) batch in one launch: the kernel's grouped entry point
-  walks the tiles of every GEMM of a table (on sm_90a: per-GEMM TMA descriptors, persistent).
+- "batched": a (B, M, K) x (B, K, N) batch in one launch. On sm_90a, 3-D TMA tensor maps
+  (the batch their third dimension) passed as kernel parameters: the persistent kernel walks
+  the batch's tiles with nothing to look up. Elsewhere the kernel's grouped entry point
+  walks the tiles of every GEMM of a table.
 - "grouped": the same single launch for a list of GEMMs whose shapes differ.
 graph=True captures the chosen mode once per set of buffers and replays it afterwards.
 """
@@ -37,6 +39,7 @@ class _Plan:
     dtype: torch.dtype
     out_dtype: torch.dtype
     device_index: int
+    whole: bool = False        # one problem: the batch as 3-D tensors, for one TMA map each
     table: torch.Tensor | None = None
     units: int = 0
     launch: gemm.Launch | None = None  # the one-launch modes' launch, worked out once
@@ -79,7 +82,9 @@ def _as_lists(a, b):
     raise ZooError("bmm takes two 3-D tensors, or two lists of 2-D tensors of the same length")
 
 
-def _plan(a_list, b_list, outs, out_dtype, kernel, config, zeros) -> _Plan:
+def _plan(a_list, b_list, outs, out_dtype, kernel, config, zeros, whole=None) -> _Plan:
+    """whole: the batch as 3-D (a, b, out), for a batched call: kernels with TMA maps take it
+    in one piece."""
     if len({t.dtype for t in a_list}) > 1 or len({t.device for t in a_list}) > 1:
         raise ZooError("all GEMMs of one bmm call must share a dtype and a device")
     dev = a_list[0].device
@@ -90,6 +95,13 @@ def _plan(a_list, b_list, outs, out_dtype, kernel, config, zeros) -> _Plan:
     shapes = tuple(registry.Problem(a.shape[0], b.shape[1], a.shape[1], gemm._dtype_name(dtype),
                                     gemm._dtype_name(out_dtype), tf32) for a, b in zip(a_list, b_list))
     spec, cfg = gemm._select(limits, shapes[0], kernel_name=kernel, config_name=config, group=shapes)
+    if whole is not None and spec.tma_boxes and spec.persistent:
+        a, b, c = whole
+        ar, lda, a_copy = gemm.batch_plan(a)
+        br, ldb, b_copy = gemm.batch_plan(b)
+        copies = [(dst, src) for dst, src in ((a_copy, a), (b_copy, b)) if dst is not None]
+        return _Plan(spec, cfg, [(ar, br, c, a.shape[2], lda, ldb)], copies, zeros, dtype, out_dtype,
+                     device_index, whole=True)
     problems, copies = [], []
     for a, b, c in zip(a_list, b_list, outs):
         ar, lda, a_copy = gemm.row_major_plan(a, spec.aligned_rows)
@@ -148,6 +160,10 @@ def _run(plan: _Plan, mode: str, streams: int | None) -> None:
             done.append(side.record_event())
         for event in done:
             current.wait_event(event)
+    elif plan.whole:
+        if plan.launch is None:
+            plan.launch = gemm.plan_launch(plan.spec, plan.cfg, plan.device_index, *plan.problems[0])
+        plan.launch.fire()
     else:
         _table(plan)
         if plan.launch is None:
@@ -156,10 +172,11 @@ def _run(plan: _Plan, mode: str, streams: int | None) -> None:
         _fire(plan.launch, plan.table)
 
 
-def _fire(launch: gemm.Launch, table: torch.Tensor) -> None:
+def _fire(launch: gemm.Launch, table: torch.Tensor | None) -> None:
     # A cached table may be read on another stream than it was made on: the caching
     # allocator must not reuse it (after eviction) before this launch is done.
-    table.record_stream(torch.cuda.current_stream(launch.device_index))
+    if table is not None:
+        table.record_stream(torch.cuda.current_stream(launch.device_index))
     launch.fire()
 
 
@@ -241,7 +258,10 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
         return out
     a_list, b_list, outs = (list(t) for t in zip(*live))
 
-    plan = _plan(a_list, b_list, outs, out_dtype, kernel, config, zeros)
+    # A batched call whose every GEMM runs (all of one shape) may go to the kernel whole.
+    whole = (a, b, out) if mode == "batched" and isinstance(out, torch.Tensor) and len(a_list) == a.shape[0] \
+        else None
+    plan = _plan(a_list, b_list, outs, out_dtype, kernel, config, zeros, whole)
     _run(plan, mode, streams)  # eager, and the warm-up a capture needs (compile, tables)
     # Kept for replay: one-launch calls into the caller's `out` with nothing to copy or zero
     # first (the launch and its table; not the plan, which holds the caller's tensors).

@@ -326,7 +326,7 @@ class Function:
                args: list[tuple[object, type | None]], stream: int, cluster: int = 1) -> None:
         """cuLaunchKernelEx on `stream`, in thread-block clusters of `cluster` blocks along x
         when it is above 1. An argument typed None is passed by address (a tensor map from
-        tensor_map_2d, 128 bytes by value)."""
+        tensor_map, 128 bytes by value)."""
         driver, _ = _bindings()
         values = tuple(v for v, _ in args)
         types = tuple(t for _, t in args)
@@ -400,6 +400,7 @@ def max_active_blocks(fn: Function, threads: int) -> int:
 # ctypes types for kernel arguments, so callers never import cuda.bindings.
 POINTER = ctypes.c_void_p
 INT32 = ctypes.c_int
+INT64 = ctypes.c_longlong
 
 
 # ----------------------------------------------------------------------------- TMA
@@ -410,30 +411,53 @@ _TMA_DTYPES = {"float16": ("CU_TENSOR_MAP_DATA_TYPE_FLOAT16", 2),
 TMA_SWIZZLE_BYTES = 128  # the kernels' shared-memory tiles use the 128-byte swizzle
 
 
+def tma_layout_problem(address: int, size: int, rows: int, cols: int, row_stride: int,
+                       matrices: int = 1, matrix_stride: int = 0) -> str | None:
+    """Why TMA cannot address `matrices` row-major (rows, cols) matrices of `size`-byte
+    elements at `address` (strides in elements), or None when it can: the base and the
+    strides must be 16-byte multiples, and the matrices must not overlap."""
+    stride, between = _tma_strides(size, rows, cols, row_stride, matrices, matrix_stride)
+    if address % 16 or stride % 16 or between % 16:
+        return (f"TMA needs a 16-byte-aligned base and strides; got address {address:#x}, "
+                f"row stride {stride} B, matrix stride {between} B")
+    if between < stride * rows:
+        return f"TMA matrices must not overlap: matrix stride {between} B < {rows} rows of {stride} B"
+    return None
+
+
+def _tma_strides(size: int, rows: int, cols: int, row_stride: int, matrices: int,
+                 matrix_stride: int) -> tuple[int, int]:
+    """(row, matrix) strides in bytes; a stride that never addresses (one row, one matrix) is
+    replaced by a legal one."""
+    stride = row_stride * size if rows > 1 else -(-cols * size // 16) * 16
+    return stride, (matrix_stride * size if matrices > 1 else stride * rows)
+
+
 @functools.lru_cache(maxsize=256)
-def tensor_map_2d(address: int, dtype: str, rows: int, cols: int, row_stride: int,
-                  box_rows: int, box_cols: int):
-    """A TMA descriptor (cuTensorMapEncodeTiled) of a row-major (rows, cols) matrix at
-    `address` with `row_stride` elements per row: boxes of box_rows x box_cols, 128-byte
-    swizzle, elements outside the matrix read as zero. Pass it as a kernel argument typed
-    None. Cached: it depends only on these values."""
+def tensor_map(address: int, dtype: str, rows: int, cols: int, row_stride: int,
+               box_rows: int, box_cols: int, matrices: int = 1, matrix_stride: int = 0):
+    """A TMA descriptor (cuTensorMapEncodeTiled) of `matrices` row-major (rows, cols) matrices
+    at `address`, `row_stride` elements per row and `matrix_stride` from one matrix to the
+    next: 3-D boxes of box_rows x box_cols x 1, 128-byte swizzle, elements outside the tensor
+    read as zero. Pass it as a kernel argument typed None. Cached: it depends only on these
+    values."""
     driver, _ = _bindings()
     if dtype not in _TMA_DTYPES:
         raise ZooError(f"TMA tensor maps of {dtype} are not supported ({', '.join(_TMA_DTYPES)})")
     name, size = _TMA_DTYPES[dtype]
-    # One row's stride is never used to address; it only has to be legal.
-    stride = row_stride * size if rows > 1 else -(-cols * size // 16) * 16
-    if address % 16 or stride % 16:
-        raise ZooError(f"TMA needs a 16-byte-aligned base and row stride; got address {address:#x}, "
-                       f"row stride {stride} B")
+    problem = tma_layout_problem(address, size, rows, cols, row_stride, matrices, matrix_stride)
+    if problem:
+        raise ZooError(problem)
+    stride, between = _tma_strides(size, rows, cols, row_stride, matrices, matrix_stride)
     if box_cols * size > TMA_SWIZZLE_BYTES or not (1 <= box_rows <= 256):
         raise ZooError(f"TMA box {box_rows}x{box_cols} of {dtype}: rows must be 1-256 and a row "
                        f"at most {TMA_SWIZZLE_BYTES} bytes (the swizzle span)")
     _check(driver.cuInit(0), "cuInit")
     tensor_map = _check(driver.cuTensorMapEncodeTiled(
-        getattr(driver.CUtensorMapDataType, name), 2, address,
-        [driver.cuuint64_t(cols), driver.cuuint64_t(rows)], [driver.cuuint64_t(stride)],
-        [driver.cuuint32_t(box_cols), driver.cuuint32_t(box_rows)], [driver.cuuint32_t(1)] * 2,
+        getattr(driver.CUtensorMapDataType, name), 3, address,
+        [driver.cuuint64_t(cols), driver.cuuint64_t(rows), driver.cuuint64_t(matrices)],
+        [driver.cuuint64_t(stride), driver.cuuint64_t(between)],
+        [driver.cuuint32_t(box_cols), driver.cuuint32_t(box_rows), driver.cuuint32_t(1)], [driver.cuuint32_t(1)] * 3,
         driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
         driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,

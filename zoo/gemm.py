@@ -88,6 +88,20 @@ def row_major_plan(t: torch.Tensor, aligned: bool) -> tuple[torch.Tensor, int, t
     return buffer, pad, buffer[:, :cols]
 
 
+def batch_plan(t: torch.Tensor) -> tuple[torch.Tensor, int, torch.Tensor | None]:
+    """row_major_plan for a batch (B, rows, cols) that one TMA tensor map reads: in place when
+    every matrix is (16-byte-aligned rows) and the matrices are a whole number of 16 bytes
+    apart without overlapping; else a zeroed (B, rows, padded cols) buffer to copy `t` into."""
+    batch, rows, cols = t.shape
+    _, ld, copy_into = row_major_plan(t[0], True)
+    if copy_into is None and not cuda.tma_layout_problem(t.data_ptr(), t.element_size(), rows, cols, ld,
+                                                         batch, _matrix_stride(t)):
+        return t, ld, None
+    pad = -(-cols // (ALIGN_BYTES // t.element_size())) * (ALIGN_BYTES // t.element_size())
+    buffer = torch.zeros((batch, rows, pad), dtype=t.dtype, device=t.device)
+    return buffer, pad, buffer[:, :, :cols]
+
+
 def _row_major(t: torch.Tensor, aligned: bool) -> tuple[torch.Tensor, int]:
     """A view the kernel can read in place, or a copy that it can, with its row stride."""
     readable, ld, copy_into = row_major_plan(t, aligned)
@@ -250,22 +264,29 @@ def compiled(spec: KernelSpec, cfg: TileConfig, dtype: str, out_dtype: str,
     return fn
 
 
+def _matrix_stride(t: torch.Tensor) -> int:
+    """Elements from one matrix of a batch (a 3-D tensor, the batch first) to the next."""
+    return t.stride(0) if t.dim() == 3 and t.shape[0] > 1 else 0
+
+
 def tma_maps(spec: KernelSpec, cfg: TileConfig, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor,
              k: int, lda: int, ldb: int) -> tuple[object, object, object, bool]:
-    """The tensor maps of A, B and C for a TMA kernel, and whether C goes out through TMA
-    (its rows 16-byte aligned; else the kernel stores C directly and its map is a blank)."""
-    m, n = c.shape
-    ldc = max(c.stride(0), 1)
+    """The tensor maps of A, B and C for a TMA kernel (matrices, or batches of them: 3-D, the
+    batch first), and whether C goes out through TMA (its rows and matrices 16-byte aligned;
+    else the kernel stores C directly and its map is a blank)."""
+    batch = c.shape[0] if c.dim() == 3 else 1
+    m, n = c.shape[-2:]
+    ldc = max(c.stride(-2), 1)
     (a_rows, a_cols), (b_rows, b_cols), (c_rows, c_cols) = spec.tma_boxes(cfg, c.element_size())
     dtype = _dtype_name(a.dtype)
-    a_map = cuda.tensor_map_2d(a.data_ptr(), dtype, m, k, lda, a_rows, a_cols)
-    b_map = cuda.tensor_map_2d(b.data_ptr(), dtype, k, n, ldb, b_rows, b_cols)
+    a_map = cuda.tensor_map(a.data_ptr(), dtype, m, k, lda, a_rows, a_cols, batch, _matrix_stride(a))
+    b_map = cuda.tensor_map(b.data_ptr(), dtype, k, n, ldb, b_rows, b_cols, batch, _matrix_stride(b))
     # TMA stores whole 16-byte chunks: a row whose end is not on a 16-byte boundary would be
     # written past N (measured on the H200), so such C is stored directly.
-    c_tma = c.data_ptr() % 16 == 0 and (m == 1 or ldc * c.element_size() % 16 == 0) \
-        and n * c.element_size() % 16 == 0
-    c_map = cuda.tensor_map_2d(c.data_ptr(), _dtype_name(c.dtype), m, n, ldc, c_rows, c_cols) \
-        if c_tma else cuda.empty_tensor_map()
+    c_tma = n * c.element_size() % 16 == 0 and not cuda.tma_layout_problem(
+        c.data_ptr(), c.element_size(), m, n, ldc, batch, _matrix_stride(c))
+    c_map = cuda.tensor_map(c.data_ptr(), _dtype_name(c.dtype), m, n, ldc, c_rows, c_cols, batch,
+                            _matrix_stride(c)) if c_tma else cuda.empty_tensor_map()
     return a_map, b_map, c_map, c_tma
 
 
@@ -287,25 +308,34 @@ def launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor
 def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor,
                 b: torch.Tensor, c: torch.Tensor, k: int, lda: int, ldb: int) -> Launch:
     """`launch`'s work before the launch itself (compile on first use, grid, split-K, tensor
-    maps, arguments): what a repeated call can keep."""
-    m, n = c.shape
+    maps, arguments): what a repeated call can keep. TMA kernels also take a batch of
+    same-shape GEMMs in one launch: a, b and c 3-D (the batch first, uniform strides), lda and
+    ldb their row strides."""
+    batch = c.shape[0] if c.dim() == 3 else 1
+    if batch > 1 and not spec.tma_boxes:
+        raise ZooError(f"{spec.name} takes one GEMM per launch; batches go through its grouped entry point")
+    m, n = c.shape[-2:]
     with torch.cuda.device(device_index):  # compiling loads a module: in the right context
         fn = compiled(spec, cfg, _dtype_name(a.dtype), _dtype_name(c.dtype), device_index)
         cuda.ensure_context(device_index)
         resident = _resident_clusters(spec, cfg, fn, device_index)
-        splits = registry.split_k(spec, cfg, m, n, k, resident)
-        grid = spec.grid(cfg, m, n, resident, splits)
+        splits = registry.split_k(spec, cfg, m, n, k, resident, batch)
+        grid = spec.grid(cfg, m, n, resident, splits, batch)
         if grid[0] > INT32_MAX:
             raise ZooError(f"{m}x{n} needs {grid[0]} blocks of {cfg.block_m}x{cfg.block_n}; the grid allows {INT32_MAX}")
-        ldc = (max(c.stride(0), 1), cuda.INT32)
+        units = registry.stacks(cfg, m, n) * splits * batch
+        if spec.persistent and units > INT32_MAX:
+            raise ZooError(f"{batch} x {m}x{n} makes {units} units of work; the kernel counts at most {INT32_MAX}")
+        ldc = (max(c.stride(-2), 1), cuda.INT32)
         split_k = None
         if spec.tma_boxes:
             a_map, b_map, c_map, c_tma = tma_maps(spec, cfg, a, b, c, k, lda, ldb)
             if splits > 1:  # fp32 partials per (tile, consumer warpgroup, split), and counts
-                slots = registry.stacks(cfg, m, n) * cfg.cluster_m * cfg.warps
+                slots = registry.stacks(cfg, m, n) * cfg.cluster_m * cfg.warps * batch
                 split_k = (slots * splits * cfg.warp_m * cfg.warp_n, slots)
             args = [(a_map, None), (b_map, None), (c_map, None), (int(c_tma), cuda.INT32),
                     (c.data_ptr(), cuda.POINTER), (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32), ldc,
+                    (_matrix_stride(c), cuda.INT64), (batch, cuda.INT32),
                     (splits, cuda.INT32), (0, cuda.POINTER), (0, cuda.POINTER)]  # workspace, counters: per fire
         else:
             args = [(a.data_ptr(), cuda.POINTER), (b.data_ptr(), cuda.POINTER), (c.data_ptr(), cuda.POINTER),

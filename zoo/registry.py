@@ -110,10 +110,11 @@ class KernelSpec:
                 **self.extra_defines}
 
     def grid(self, c: cfgs.TileConfig, m: int, n: int, resident_clusters: int,
-             splits: int = 1) -> tuple[int, int, int]:
+             splits: int = 1, batch: int = 1) -> tuple[int, int, int]:
         """One block per tile; a persistent kernel gets at most as many clusters as can be
-        resident at once, each walking units (stacks of cluster_m tiles, x splits of K)."""
-        units = stacks(c, m, n) * splits if self.persistent else c.tiles(m, n)
+        resident at once, each walking units (stacks of cluster_m tiles, x splits of K, x the
+        matrices of a batch)."""
+        units = stacks(c, m, n) * splits * batch if self.persistent else c.tiles(m, n)
         return self.grid_for_units(c, units, resident_clusters)
 
     def grid_for_units(self, c: cfgs.TileConfig, units: int, resident_clusters: int) -> tuple[int, int, int]:
@@ -131,11 +132,12 @@ MIN_SPLIT_K_TILES = 8   # a K slice of at least 8 K-tiles keeps the TMA ring bus
 MAX_SPLITS = 8
 
 
-def split_k(spec: KernelSpec, c: cfgs.TileConfig, m: int, n: int, k: int, resident_clusters: int) -> int:
-    """How many slices of K a persistent kernel cuts each tile into: 1 when the tiles fill the
-    resident clusters; else enough units to fill them, each at least MIN_SPLIT_K_TILES deep
-    (no empty slice: the count is recomputed from the slice depth)."""
-    units = stacks(c, m, n)
+def split_k(spec: KernelSpec, c: cfgs.TileConfig, m: int, n: int, k: int, resident_clusters: int,
+            batch: int = 1) -> int:
+    """How many slices of K a persistent kernel cuts each tile into: 1 when the tiles (of all
+    `batch` matrices) fill the resident clusters; else enough units to fill them, each at
+    least MIN_SPLIT_K_TILES deep (no empty slice: the count is recomputed from the slice depth)."""
+    units = stacks(c, m, n) * batch
     if not spec.split_k or units >= resident_clusters:
         return 1
     k_tiles = -(-k // c.block_k)
@@ -296,8 +298,8 @@ def _sm90_rules(c: cfgs.TileConfig) -> list[str]:
         if (c.warp_m, c.warp_n) != (c.block_m, c.block_n) or c.warp_m not in (64, 128):
             out.append(f"a ping-pong consumer owns the whole tile: warp tile {c.warp_m}x{c.warp_n} must be "
                        f"the block tile {c.block_m}x{c.block_n}, with block_m 64 or 128 (one or two wgmma m64)")
-    elif c.warp_m != 64:
-        out.append(f"warp_m {c.warp_m} must be 64: a consumer warpgroup issues wgmma m64")
+    elif c.warp_m not in (64, 128):
+        out.append(f"warp_m {c.warp_m} must be 64 or 128: a consumer warpgroup issues one or two wgmma m64")
     if c.warp_n not in (128, 192, 256):
         out.append(f"warp_n {c.warp_n} must be 128, 192 or 256 (the wgmma N the kernel instantiates)")
     if c.block_n % TMA_SWIZZLE_COLS:

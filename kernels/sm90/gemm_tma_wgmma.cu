@@ -17,10 +17,11 @@
 //   (one per SM), in clusters of CLUSTER_M along M (a launch attribute), ZOO_SMEM_BYTES of
 //   dynamic shared memory. Cluster c walks stacks of CLUSTER_M tiles c, c + clusters, ... in
 //   grouped (L2-friendly) order; each CTA of the cluster takes one tile of the stack.
-//   Tensor maps, all 128-byte swizzled, zero fill outside the tensor: tmap_a (M rows, K cols),
-//   box BM x 128 B; tmap_b (K rows, N cols), box BK x 128 B; tmap_c (M rows, N cols), box 64 x 128 B,
-//   used when c_tma != 0 (C's base, row stride and row length 16-byte multiples: TMA writes
-//   whole 16-byte chunks), else C is stored directly.
+//   Tensor maps, all 128-byte swizzled, zero fill outside the tensor, 3-D with `batch`
+//   matrices (1 for one GEMM): tmap_a (M rows, K cols), box BM x 128 B; tmap_b (K rows, N cols),
+//   box BK x 128 B; tmap_c (M rows, N cols), box 64 x 128 B, used when c_tma != 0 (C's base,
+//   row stride and row length 16-byte multiples: TMA writes whole 16-byte chunks), else C is
+//   stored directly (matrix i at C + i * c_batch). The batch's units follow one another.
 //   splits > 1 (split-K, for grids under one wave): each tile's K-tiles are cut into `splits`
 //   units; workspace holds their fp32 partials and counters (zeroed, one int per tile and
 //   consumer) counts them in; the last unit of a tile reduces and stores it.
@@ -28,10 +29,11 @@
 // Pipeline (warp-specialized): warpgroup 0 is the producer: one thread issues the TMA loads of
 //   each K-tile into a ring of STAGES shared-memory buffers, after waiting on that stage's
 //   "empty" mbarrier; the loads complete on its "full" mbarrier (expect_tx bytes). Warpgroups
-//   1..CONSUMERS each own a 64 x WG_N slice of the tile: they wait on "full", issue BK/16
-//   wgmma m64nWG_Nk16 from shared-memory descriptors, and release the stage ("empty") once the
-//   next K-tile's MMAs are in flight (wgmma.wait_group 1), so the tensor cores never wait on a
-//   release. setmaxnreg moves registers from the producer to the consumers' accumulators.
+//   1..CONSUMERS each own a WG_M x WG_N slice of the tile (WG_M = 64, or 128: two wgmma row
+//   blocks): they wait on "full", issue BK/16 x WG_M/64 wgmma m64nWG_Nk16 from shared-memory
+//   descriptors, and release the stage ("empty") once the next K-tile's MMAs are in flight
+//   (wgmma.wait_group 1), so the tensor cores never wait on a release. setmaxnreg moves
+//   registers from the producer to the consumers' accumulators.
 //   TF32: a commit group per k8 wgmma, each with its own 4 fragment registers; a fragment is
 //   reloaded only once the same step of the previous K-tile is done (wgmma.wait_group 3).
 //   The producer runs ahead into the next tile while the consumers store this one: registers
@@ -126,8 +128,8 @@ constexpr int CONSUMER_REGS_FREE =
 constexpr int CONSUMER_REGS = CONSUMER_REGS_FREE < 256 ? CONSUMER_REGS_FREE : 256;
 
 static_assert(BK == BOX_COLS, "a K-tile of A is one 128-byte swizzled row per M row");
-static_assert((TF32 ? WG_N : WG_M) == 64 || (PINGPONG && !TF32 && WG_M == 128),
-              "a consumer warpgroup issues wgmma m64 (two row blocks of it in a ping-pong tile)");
+static_assert((TF32 ? WG_N : WG_M) == 64 || (!TF32 && WG_M == 128),
+              "a consumer warpgroup issues wgmma m64 (or two row blocks of it)");
 static_assert(!PINGPONG || SLICES == 1, "ping-pong consumers own whole tiles");
 static_assert(MMA_N == 128 || MMA_N == 192 || MMA_N == 256, "wgmma wrappers exist for N = 128, 192 and 256");
 static_assert(BM % WG_M == 0 && BN % WG_N == 0 && BN % BOX_COLS == 0, "tile must split");
@@ -182,32 +184,29 @@ __device__ __forceinline__ void st_shared_pair(unsigned addr, float x, float y, 
   asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(*reinterpret_cast<const unsigned*>(&v)) : "memory");
 }
 
-// Epilogue through TMA: the warpgroup's 64 x WG_N slice goes out in chunks of EPI_BOXES
-// boxes (64 rows x 128 B each, 128B-swizzled so the pair stores of 8 rows hit 32 banks), or of
-// one box where the slice is an odd number of boxes (192 fp16 columns = 3 boxes). The
-// leader thread issues the stores; the last chunk's store overlaps the next tile's MMAs, and a
-// chunk waits only until the previous store out of the buffer has read it. No bounds checks:
-// TMA skips what falls outside C.
+// Epilogue through TMA: one 64-row block of the warpgroup's slice (64 x WG_N) goes out one
+// box (64 rows x 128 B, 128B-swizzled so the pair stores of 8 rows hit 32 banks) at a time,
+// the boxes taken in turn from the consumer's EPI_BOXES: a box waits only until the store
+// out of it EPI_BOXES boxes ago has read it (`staged` counts the consumer's boxes across
+// tiles), and the last stores overlap the next tile's MMAs. The leader thread issues the
+// stores. No bounds checks: TMA skips what falls outside C.
 template <typename OutT>
 __device__ __forceinline__ void store_tile_tma(const float (&acc)[ACC_REGS], unsigned buf,
-                                               const TensorMap* tmap_c, int row0, int col0,
-                                               int consumer, int warp, int lane) {
+                                               const TensorMap* tmap_c, int row0, int col0, int matrix,
+                                               int consumer, int warp, int lane, unsigned& staged) {
   constexpr int BOX_COLS_C = SWIZZLE_BYTES / sizeof(OutT);
-  constexpr int CHUNK_BOXES = WG_N % (EPI_BOXES * BOX_COLS_C) == 0 ? EPI_BOXES : 1;
-  constexpr int CHUNK_COLS = CHUNK_BOXES * BOX_COLS_C;
-  static_assert(WG_N % CHUNK_COLS == 0, "the slice splits into whole chunks");
+  static_assert(WG_N % BOX_COLS_C == 0, "the slice splits into whole boxes");
   const bool leader = threadIdx.x % WG_THREADS == 0;
   const int swz = (lane / 4) % 8;  // row % 8 of both rows this thread writes
 #pragma unroll
-  for (int q = 0; q < WG_N / CHUNK_COLS; ++q) {
-    if (leader) bulk_wait_read<0>();
+  for (int q = 0; q < WG_N / BOX_COLS_C; ++q, ++staged) {
+    const unsigned box = buf + (staged % EPI_BOXES) * EPI_BOX_BYTES;
+    if (leader) bulk_wait_read<EPI_BOXES - 1>();
     named_barrier(1 + consumer, WG_THREADS);
 #pragma unroll
-    for (int jj = 0; jj < CHUNK_COLS / 8; ++jj) {
-      const int j = q * (CHUNK_COLS / 8) + jj;
-      const int c = jj * 8 + 2 * (lane % 4);
-      const int byte = (c % BOX_COLS_C) * static_cast<int>(sizeof(OutT));
-      const unsigned box = buf + (c / BOX_COLS_C) * EPI_BOX_BYTES;
+    for (int jj = 0; jj < BOX_COLS_C / 8; ++jj) {
+      const int j = q * (BOX_COLS_C / 8) + jj;  // the accumulators' 8-column group
+      const int byte = (jj * 8 + 2 * (lane % 4)) * static_cast<int>(sizeof(OutT));
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = warp * 16 + lane / 4 + 8 * h;
@@ -218,20 +217,20 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[ACC_REGS], uns
     fence_proxy_async();
     named_barrier(1 + consumer, WG_THREADS);
     if (leader) {
-#pragma unroll
-      for (int b = 0; b < CHUNK_BOXES; ++b)
-        tma_store_2d(tmap_c, buf + b * EPI_BOX_BYTES, col0 + q * CHUNK_COLS + b * BOX_COLS_C, row0);
+      tma_store_3d(tmap_c, box, col0 + q * BOX_COLS_C, row0, matrix);
       bulk_commit();
     }
   }
 }
 
-// One GEMM of a launch: its tensor maps (kernel parameters, or a table entry in global
-// memory), C and its sizes, and the first unit of work it owns.
+// One GEMM, or a batch of same-shape GEMMs, of a launch: its tensor maps (kernel parameters,
+// or a table entry in global memory; their third dimension walks the batch), C, the elements
+// from one C matrix to the next, the sizes, and the first unit of work it owns.
 template <typename OutT>
 struct Gemm {
   const TensorMap *a, *b, *c;
   OutT* C;
+  long long c_batch;
   int M, N, K, ldc, c_tma, unit_begin;
 };
 
@@ -247,18 +246,19 @@ struct alignas(64) GroupEntry {
 static_assert(sizeof(TensorMap) == 128 && sizeof(GroupEntry) == 448,
               "zoo/gemm.py packs 448-byte entries: 3 maps, then C at 384, six ints at 392");
 
-// A unit of work: tile (tile_m, tile_n) of GEMM `g`, its K-tiles [kt_begin, kt_end), split
-// `split` of `splits`.
+// A unit of work: tile (tile_m, tile_n) of matrix `matrix` of GEMM `g`'s batch, its K-tiles
+// [kt_begin, kt_end), split `split` of `splits`.
 template <typename OutT>
 struct Work {
   Gemm<OutT> g;
-  int tile_m, tile_n, kt_begin, kt_end, split;
+  int matrix, tile_m, tile_n, kt_begin, kt_end, split;
 };
 
 // Tile scheduler: a cluster owns stacks of CLUSTER_M tiles in M (same columns, so one B tile
 // serves all of them), in grouped order; CTA `rank` of the cluster takes the rank-th tile.
 // With split-K (grids under one wave), each stack is `splits` units over slices of K. A
-// grouped launch walks the units of every GEMM of its table, one after the other.
+// batched launch walks its matrices one after the other, a grouped launch the GEMMs of its
+// table.
 template <typename OutT>
 struct Scheduler {
   Gemm<OutT> single;        // the GEMM of a one-GEMM launch
@@ -276,7 +276,7 @@ struct Scheduler {
   __device__ Gemm<OutT> gemm_of(int unit) const {
     if (table == nullptr) return single;
     const GroupEntry& e = table[zoo::entry_index(table, count, &GroupEntry::unit_begin, unit)];
-    return {&e.a, &e.b, &e.c, reinterpret_cast<OutT*>(e.C), e.M, e.N, e.K, e.ldc, e.c_tma, e.unit_begin};
+    return {&e.a, &e.b, &e.c, reinterpret_cast<OutT*>(e.C), 0, e.M, e.N, e.K, e.ldc, e.c_tma, e.unit_begin};
   }
   // A stack past the last M tile (odd tiles_m) still runs: its A reads are zero-filled and
   // its stores skipped, while its CTA keeps multicasting B to the peer.
@@ -287,9 +287,12 @@ struct Scheduler {
     const int tiles_n = zoo::ceil_div(w.g.N, BN);
     const int stacks_m = zoo::ceil_div(zoo::ceil_div(w.g.M, BM), CLUSTER_M);
     const int k_tiles = zoo::ceil_div(w.g.K, BK), k_per_split = zoo::ceil_div(k_tiles, splits);
+    const int per_matrix = stacks_m * tiles_n * splits;
+    w.matrix = local / per_matrix;
+    const int in_matrix = local - w.matrix * per_matrix;
     int stack_m;
-    w.split = local % splits;
-    zoo::grouped_tile(local / splits, stacks_m, tiles_n, zoo::cmax(1, ZOO_GROUP_M / CLUSTER_M), stack_m, w.tile_n);
+    w.split = in_matrix % splits;
+    zoo::grouped_tile(in_matrix / splits, stacks_m, tiles_n, zoo::cmax(1, ZOO_GROUP_M / CLUSTER_M), stack_m, w.tile_n);
     w.tile_m = stack_m * CLUSTER_M + rank;
     w.kt_begin = w.split * k_per_split;
     w.kt_end = min(k_tiles, w.kt_begin + k_per_split);
@@ -309,7 +312,8 @@ __device__ __forceinline__ bool split_k_reduce(float (&acc)[M_SUBS][ACC_REGS], c
   constexpr int VECS = ACC_REGS / 4;  // float4s per thread and wgmma row block
   const int t = threadIdx.x % WG_THREADS;
   const int slice = PINGPONG ? 0 : consumer;
-  const int slot = (w.tile_m * zoo::ceil_div(w.g.N, BN) + w.tile_n) * SLICES + slice;
+  const int tiles_m = zoo::ceil_div(zoo::ceil_div(w.g.M, BM), CLUSTER_M) * CLUSTER_M;  // with a dummy stack's
+  const int slot = ((w.matrix * tiles_m + w.tile_m) * zoo::ceil_div(w.g.N, BN) + w.tile_n) * SLICES + slice;
   float4* const partials = reinterpret_cast<float4*>(workspace) +
                            static_cast<long long>(slot) * sched.splits * M_SUBS * VECS * WG_THREADS;
   float4* const mine = partials + static_cast<long long>(w.split) * M_SUBS * VECS * WG_THREADS;
@@ -364,7 +368,7 @@ __device__ __forceinline__ int tf32_column(int warp, int h, int g) {
 // boxes), written as single floats into the swizzled staging boxes, then stored by the leader.
 __device__ __forceinline__ void store_tile_tma_transposed(const float (&acc)[ACC_REGS], unsigned buf,
                                                           const TensorMap* tmap_c, int row0, int col0,
-                                                          int consumer, int warp, int lane) {
+                                                          int matrix, int consumer, int warp, int lane) {
   static_assert(!TF32 || (WG_N == EPI_BOXES * BOX_COLS && WG_M % 64 == 0), "a chunk is 64 rows x the slice");
   const bool leader = threadIdx.x % WG_THREADS == 0;
   const int g = lane / 4, t = lane % 4;
@@ -391,7 +395,7 @@ __device__ __forceinline__ void store_tile_tma_transposed(const float (&acc)[ACC
     if (leader) {
 #pragma unroll
       for (int b = 0; b < EPI_BOXES; ++b)
-        tma_store_2d(tmap_c, buf + b * EPI_BOX_BYTES, col0 + b * BOX_COLS, row0 + 64 * q);
+        tma_store_3d(tmap_c, buf + b * EPI_BOX_BYTES, col0 + b * BOX_COLS, row0 + 64 * q, matrix);
       bulk_commit();
     }
   }
@@ -454,6 +458,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
   int stage = 0;
   unsigned phase = 0;
   bool c_tma_used = false;
+  unsigned epi_staged = 0;  // C boxes this consumer has staged (store_tile_tma)
   const TensorMap* c_fenced = nullptr;
   // turn: the unit's place in this CTA's list. Ping-pong consumers take turns: consumer c
   // owns the units with turn % 2 == c, skips the other's K-tiles in the ring, and issues its
@@ -534,17 +539,18 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       c_tma_used = true;
       const unsigned buf = epi_smem + consumer * EPI_BOXES * EPI_BOX_BYTES;
       if constexpr (TF32) {
-        store_tile_tma_transposed(acc[0], buf, w.g.c, tile_m * BM + wg_m0, tile_n * BN + wg_n0, consumer, warp, lane);
+        store_tile_tma_transposed(acc[0], buf, w.g.c, tile_m * BM + wg_m0, tile_n * BN + wg_n0, w.matrix,
+                                  consumer, warp, lane);
       } else {
 #pragma unroll
         for (int s = 0; s < M_SUBS; ++s)
           store_tile_tma<OutT>(acc[s], buf, w.g.c, tile_m * BM + wg_m0 + 64 * s, tile_n * BN + wg_n0,
-                               consumer, warp, lane);
+                               w.matrix, consumer, warp, lane, epi_staged);
       }
       continue;
     }
     const int M = w.g.M, N = w.g.N, ldc = w.g.ldc;
-    OutT* const C = w.g.C;
+    OutT* const C = w.g.C + w.matrix * w.g.c_batch;
     if constexpr (TF32) {
       // C that TMA cannot address: element stores from the transposed accumulator layout
       // (thread rows are C columns tf32_column(..), its columns C rows 2 (lane % 4) + 8 j, +1).
@@ -585,8 +591,9 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
         }
       }
   }
-  // The last stores must finish before the block exits.
-  if (c_tma_used && threadIdx.x % WG_THREADS == 0) bulk_wait<0>();
+  // The last stores must have read their shared-memory boxes before the block exits (their
+  // global writes complete with the kernel, as for any store).
+  if (c_tma_used && threadIdx.x % WG_THREADS == 0) bulk_wait_read<0>();
 }
 
 template <bool BF16, typename OutT>
@@ -650,16 +657,16 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
           mbar_wait(empty_bar + 8 * stage, phase ^ 1);
           const unsigned bar = full_bar + 8 * stage;
           mbar_arrive_expect_tx(bar, STAGE_BYTES);  // A, this CTA's B boxes and the peers'
-          tma_load_2d(a_smem + stage * A_STAGE_BYTES, tmap_a, bar, kt * BK, tile_m * BM);
+          tma_load_3d(a_smem + stage * A_STAGE_BYTES, tmap_a, bar, kt * BK, tile_m * BM, w.matrix);
 #pragma unroll
           for (int i = 0; i < MY_BOXES; ++i) {
             const int box = sched.rank * MY_BOXES + i;
             const unsigned dst = b_smem + stage * B_STAGE_BYTES + box * B_BOX_BYTES;
             if constexpr (CLUSTER_M > 1)
-              tma_load_2d_multicast(dst, tmap_b, bar, tile_n * BN + box * BOX_COLS, kt * BK,
+              tma_load_3d_multicast(dst, tmap_b, bar, tile_n * BN + box * BOX_COLS, kt * BK, w.matrix,
                                     (1u << CLUSTER_M) - 1);
             else
-              tma_load_2d(dst, tmap_b, bar, tile_n * BN + box * BOX_COLS, kt * BK);
+              tma_load_3d(dst, tmap_b, bar, tile_n * BN + box * BOX_COLS, kt * BK, w.matrix);
           }
           if (++stage == STAGES) stage = 0, phase ^= 1;
         }
@@ -678,18 +685,19 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
 
 }  // namespace zoo_sm90
 
-// Two entry points per dtype pair: one GEMM from the kernel parameters, or a grouped launch
-// over a table of GEMMs in global memory (zoo.bmm's batched and grouped modes).
+// Two entry points per dtype pair: one GEMM or a batch of `batch` same-shape GEMMs from the
+// kernel parameters (zoo.mm; zoo.bmm's batched mode), or a grouped launch over a table of
+// GEMMs in global memory (zoo.bmm's grouped mode).
 #define ZOO_SM90_ENTRY(NAME, BF16, OUT_T)                                                   \
   extern "C" __global__ void __launch_bounds__(zoo_sm90::THREADS, 1)                        \
       NAME(const __grid_constant__ zoo_sm90::TensorMap tmap_a,                               \
            const __grid_constant__ zoo_sm90::TensorMap tmap_b,                               \
            const __grid_constant__ zoo_sm90::TensorMap tmap_c, int c_tma,                    \
-           OUT_T* __restrict__ C, int M, int N, int K, int ldc, int splits, float* workspace,  \
-           int* counters) {                                                                 \
-    const zoo_sm90::Gemm<OUT_T> g{&tmap_a, &tmap_b, &tmap_c, C, M, N, K, ldc, c_tma, 0};     \
+           OUT_T* __restrict__ C, int M, int N, int K, int ldc, long long c_batch, int batch,  \
+           int splits, float* workspace, int* counters) {                                   \
+    const zoo_sm90::Gemm<OUT_T> g{&tmap_a, &tmap_b, &tmap_c, C, c_batch, M, N, K, ldc, c_tma, 0}; \
     const int units = zoo::ceil_div(zoo::ceil_div(M, zoo_sm90::BM), zoo_sm90::CLUSTER_M) *  \
-                      zoo::ceil_div(N, zoo_sm90::BN) * splits;                              \
+                      zoo::ceil_div(N, zoo_sm90::BN) * splits * batch;                      \
     zoo_sm90::gemm<BF16, OUT_T>(zoo_sm90::Scheduler<OUT_T>(g, nullptr, 1, units, splits),   \
                                 workspace, counters);                                       \
   }                                                                                         \
@@ -731,12 +739,13 @@ static int encode(zoo_sm90::TensorMap* out, CUtensorMapDataType type, const void
                                                     cudaEnableDefault, &found));
     if (found != cudaDriverEntryPointSuccess) return static_cast<int>(cudaErrorNotSupported);
   }
-  CUtensorMap map;
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * elem_bytes};
-  const cuuint32_t box[2] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows)};
-  const cuuint32_t unit[2] = {1, 1};
-  const CUresult rc = encode_tiled(&map, type, 2, const_cast<void*>(base), dims, strides, box, unit,
+  CUtensorMap map;  // 3-D, as the kernel reads them: a batch of one matrix
+  const cuuint64_t row_bytes = static_cast<cuuint64_t>(cols) * elem_bytes;
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows), 1};
+  const cuuint64_t strides[2] = {row_bytes, row_bytes * rows};
+  const cuuint32_t box[3] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows), 1};
+  const cuuint32_t unit[3] = {1, 1, 1};
+  const CUresult rc = encode_tiled(&map, type, 3, const_cast<void*>(base), dims, strides, box, unit,
                                    CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                                    CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (rc != CUDA_SUCCESS) return static_cast<int>(cudaErrorInvalidValue);
@@ -767,14 +776,14 @@ static int launch(Kernel kernel, const T* A, const T* B, OutT* C, int M, int N, 
   const int c_tma = reinterpret_cast<uintptr_t>(C) % 16 == 0 && (static_cast<long long>(N) * sizeof(OutT)) % 16 == 0;
   std::memset(&map_c, 0, sizeof(map_c));
   if (!rc && c_tma)
-    rc = encode(&map_c, tma_type<OutT>(), C, M, N, sizeof(OutT), WG_M, SWIZZLE_BYTES / static_cast<int>(sizeof(OutT)));
+    rc = encode(&map_c, tma_type<OutT>(), C, M, N, sizeof(OutT), 64, SWIZZLE_BYTES / static_cast<int>(sizeof(OutT)));  // one staging box
   if (rc) return rc;
   int device = 0, sms = 0;
   ZOO_CUDA_CHECK(cudaGetDevice(&device));
   ZOO_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const int units = zoo::ceil_div(M, BM) * zoo::ceil_div(N, BN);
   kernel<<<units < sms ? units : sms, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, c_tma, C, M, N,
-                                                                      K, N, 1, nullptr, nullptr);
+                                                                      K, N, 0LL, 1, 1, nullptr, nullptr);
   ZOO_CUDA_CHECK(cudaGetLastError());
   return 0;
 }

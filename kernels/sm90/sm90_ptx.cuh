@@ -55,9 +55,9 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
   } while (!done);
 }
 
-// ---- TMA: one 2-D box from global memory into shared memory, completing on an mbarrier.
-// Coordinates are (column, row) of the box's first element; parts outside the tensor are
-// zero-filled and still counted in the barrier's transaction bytes.
+// ---- TMA: one box from global memory into shared memory, completing on an mbarrier.
+// Coordinates are (column, row, matrix) of the box's first element; parts outside the tensor
+// are zero-filled and still counted in the barrier's transaction bytes.
 
 // A tensor map the host wrote into global memory (a grouped launch's table) must be fenced
 // into the tensormap proxy before TMA first reads it.
@@ -71,34 +71,37 @@ __device__ __forceinline__ void tma_prefetch_descriptor(const TensorMap* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<unsigned long long>(map)) : "memory");
 }
 
-__device__ __forceinline__ void tma_load_2d(unsigned dst, const TensorMap* map, unsigned bar,
-                                            int col, int row) {
+// Tensor maps are 3-D: (columns, rows, matrices of a batch); one GEMM is a batch of one.
+__device__ __forceinline__ void tma_load_3d(unsigned dst, const TensorMap* map, unsigned bar,
+                                            int col, int row, int matrix) {
   asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-      " [%0], [%1, {%3, %4}], [%2];" ::"r"(dst),
-      "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(col), "r"(row)
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5}], [%2];" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(col), "r"(row), "r"(matrix)
       : "memory");
 }
 
 // The same box delivered to the same shared-memory offset of every CTA in `cta_mask`, each
 // CTA's mbarrier (same offset) receiving the bytes that land in it.
-__device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const TensorMap* map,
-                                                      unsigned bar, int col, int row,
+__device__ __forceinline__ void tma_load_3d_multicast(unsigned dst, const TensorMap* map,
+                                                      unsigned bar, int col, int row, int matrix,
                                                       unsigned short cta_mask) {
   asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-      ".multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(dst),
-      "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(col), "r"(row), "h"(cta_mask)
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%3, %4, %5}], [%2], %6;" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(col), "r"(row), "r"(matrix),
+      "h"(cta_mask)
       : "memory");
 }
 
-// ---- TMA store: a 2-D box from shared memory to global memory (parts outside the tensor
-// are not written), tracked by bulk groups of the issuing thread.
+// ---- TMA store: a box from shared memory to global memory (parts outside the tensor are
+// not written), tracked by bulk groups of the issuing thread.
 
-__device__ __forceinline__ void tma_store_2d(const TensorMap* map, unsigned src, int col, int row) {
-  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
+__device__ __forceinline__ void tma_store_3d(const TensorMap* map, unsigned src, int col, int row,
+                                             int matrix) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(
                    reinterpret_cast<unsigned long long>(map)),
-               "r"(src), "r"(col), "r"(row)
+               "r"(src), "r"(col), "r"(row), "r"(matrix)
                : "memory");
 }
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
@@ -106,11 +109,6 @@ __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.comm
 template <int PENDING>
 __device__ __forceinline__ void bulk_wait_read() {
   asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(PENDING) : "memory");
-}
-// Until at most PENDING groups are incomplete (their global writes done).
-template <int PENDING>
-__device__ __forceinline__ void bulk_wait() {
-  asm volatile("cp.async.bulk.wait_group %0;" ::"n"(PENDING) : "memory");
 }
 
 // Ordinary shared-memory stores made visible to the async proxy (TMA, wgmma).
