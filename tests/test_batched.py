@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import zoo
-from zoo import batched, gemm, pipeline, registry
+from zoo import batched, cuda, gemm, pipeline, registry
 
 
 @pytest.mark.parametrize("a, b, message", [
@@ -19,6 +19,26 @@ from zoo import batched, gemm, pipeline, registry
 def test_bad_batches_are_refused_clearly(a, b, message):
     with pytest.raises(zoo.ZooError, match=message):
         zoo.bmm(a, b)
+
+
+def test_batch_plan_reads_a_whole_batch_in_place_or_copies_it_once():
+    """One 3-D TMA map reads the batch in place when its rows and matrices are 16-byte
+    aligned and the matrices do not overlap; otherwise the batch is copied into one padded
+    buffer (and the caller copies into the returned view)."""
+    base = torch.zeros(5, 40, 72, dtype=torch.float16)
+    for t in (base[:, :, :64], torch.zeros(10, 40, 64, dtype=torch.float16)[::2], base[:1]):
+        assert gemm.batch_plan(t)[2] is None
+        assert gemm.batch_plan(t)[0] is t
+    odd_rows = torch.zeros(5, 40, 65, dtype=torch.float16)[:, :, :64]      # 130-byte rows
+    interleaved = torch.zeros(40, 5, 64, dtype=torch.float16).permute(1, 0, 2)
+    odd_step = torch.zeros(5, 40 * 64 + 1, dtype=torch.float16)[:, :40 * 64].view(5, 40, 64)
+    for t in (odd_rows, interleaved, odd_step):
+        buffer, ld, view = gemm.batch_plan(t)
+        assert view is not None and view.shape == t.shape and buffer.shape == (5, 40, ld) and ld % 8 == 0
+    assert "must not overlap" in cuda.tma_layout_problem(0, 2, 40, 64, 320, 5, 64)
+    assert "16-byte-aligned" in cuda.tma_layout_problem(0, 2, 40, 64, 64, 5, 40 * 64 + 1)
+    assert cuda.tma_layout_problem(0, 2, 40, 64, 64, 5, 40 * 64) is None
+    assert cuda.tma_layout_problem(0, 2, 1, 3, 1, 1, 0) is None           # one row of one matrix
 
 
 def test_modes_are_checked():

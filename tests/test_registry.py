@@ -138,6 +138,10 @@ def test_split_k_only_under_one_wave_and_never_an_empty_slice():
     assert registry.split_k(spec, big, 4096, 4096, 4096, 132) == 1            # 512 tiles
     assert registry.split_k(spec, small, 128, 4096, 4096, 132) == 4           # 32 tiles, 64 K-tiles
     assert registry.split_k(spec, small, 128, 4096, 256, 132) == 1            # K too shallow to cut
+    assert registry.split_k(spec, small, 128, 4096, 4096, 132, batch=2) == 2  # a batch of 2: 64 tiles
+    assert registry.split_k(spec, small, 128, 4096, 4096, 132, batch=5) == 1  # 160 tiles fill the GPU
+    assert spec.grid(small, 128, 4096, 132, batch=5) == (132, 1, 1)
+    assert spec.grid(small, 128, 4096, 132, splits=2, batch=2) == (128, 1, 1)
     assert registry.split_k(registry.SM80_GEMM, registry.SM80_GEMM.config("64x64"), 64, 64, 8192, 132) == 1
     for k in range(64, 64 * 80, 64 * 3):  # slices of ceil(k_tiles / splits) K-tiles, none empty
         splits = registry.split_k(spec, small, 1, 128, k, 132)

@@ -312,7 +312,7 @@ __device__ __forceinline__ bool split_k_reduce(float (&acc)[M_SUBS][ACC_REGS], c
   constexpr int VECS = ACC_REGS / 4;  // float4s per thread and wgmma row block
   const int t = threadIdx.x % WG_THREADS;
   const int slice = PINGPONG ? 0 : consumer;
-  const int tiles_m = zoo::ceil_div(zoo::ceil_div(w.g.M, BM), CLUSTER_M) * CLUSTER_M;  // with a dummy stack's
+  const int tiles_m = zoo::ceil_div(zoo::ceil_div(w.g.M, BM), CLUSTER_M) * CLUSTER_M;  // dummy stack included
   const int slot = ((w.matrix * tiles_m + w.tile_m) * zoo::ceil_div(w.g.N, BN) + w.tile_n) * SLICES + slice;
   float4* const partials = reinterpret_cast<float4*>(workspace) +
                            static_cast<long long>(slot) * sched.splits * M_SUBS * VECS * WG_THREADS;
