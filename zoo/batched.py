@@ -95,20 +95,17 @@ def _plan(a_list, b_list, outs, out_dtype, kernel, config, zeros, whole=None) ->
     shapes = tuple(registry.Problem(a.shape[0], b.shape[1], a.shape[1], gemm._dtype_name(dtype),
                                     gemm._dtype_name(out_dtype), tf32) for a, b in zip(a_list, b_list))
     spec, cfg = gemm._select(limits, shapes[0], kernel_name=kernel, config_name=config, group=shapes)
-    if whole is not None and spec.tma_boxes and spec.persistent:
-        a, b, c = whole
-        ar, lda, a_copy = gemm.batch_plan(a)
-        br, ldb, b_copy = gemm.batch_plan(b)
-        copies = [(dst, src) for dst, src in ((a_copy, a), (b_copy, b)) if dst is not None]
-        return _Plan(spec, cfg, [(ar, br, c, a.shape[2], lda, ldb)], copies, zeros, dtype, out_dtype,
-                     device_index, whole=True)
+    if not (spec.tma_boxes and spec.persistent):
+        whole = None
+    # One problem, the batch as 3-D tensors; or one per GEMM.
+    read = gemm.batch_plan if whole else (lambda t: gemm.row_major_plan(t, spec.aligned_rows))
     problems, copies = [], []
-    for a, b, c in zip(a_list, b_list, outs):
-        ar, lda, a_copy = gemm.row_major_plan(a, spec.aligned_rows)
-        br, ldb, b_copy = gemm.row_major_plan(b, spec.aligned_rows)
+    for a, b, c in [whole] if whole else zip(a_list, b_list, outs):
+        ar, lda, a_copy = read(a)
+        br, ldb, b_copy = read(b)
         copies += [(dst, src) for dst, src in ((a_copy, a), (b_copy, b)) if dst is not None]
-        problems.append((ar, br, c, a.shape[1], lda, ldb))
-    return _Plan(spec, cfg, problems, copies, zeros, dtype, out_dtype, device_index)
+        problems.append((ar, br, c, a.shape[-1], lda, ldb))
+    return _Plan(spec, cfg, problems, copies, zeros, dtype, out_dtype, device_index, whole=whole is not None)
 
 
 def _table(plan: _Plan) -> None:
