@@ -93,7 +93,9 @@ def test_sm80_rules_match_the_kernels_static_asserts():
     (dict(block_m=64, threads=256), "1 consumer warpgroups; the kernel's register split assumes 2"),
     (dict(threads=256), r"threads 256 != 128 x \(1 producer \+ 2 consumer warpgroups\)"),
     (dict(stages=5), r"needs 279648 B of shared memory per block; H100 SXM5 \(sm_90a\) allows 232448 B"),
-    (dict(cluster_m=4), "cluster_m 4 not supported"),
+    (dict(cluster_m=8), "cluster_m 8 not supported"),
+    (dict(cluster_n=3), "cluster_n 3 not supported"),
+    (dict(cluster_m=4, cluster_n=4), "cluster 4x4 has more than 8 CTAs"),
 ])
 def test_sm90_rules(change, message):
     spec = registry.SM90_GEMM
@@ -133,7 +135,9 @@ def test_cluster_needs_a_kernel_that_supports_it():
         configs.validate(replace(GOOD, cluster_m=2), SPEC, arch.offline("sm_90a"))
 
 
-def test_sm90_b_boxes_split_over_the_cluster():
+def test_sm90_clusters_cut_k_rows_so_any_number_of_b_boxes_splits():
+    # Three 128-byte B boxes over two CTAs: each CTA multicasts 32 of every box's 64 K rows.
     spec = registry.SM90_GEMM
     odd = replace(spec.config("128x256c2"), name="odd", block_n=192, warp_n=192)
-    assert any("split evenly over the cluster's 2 CTAs" in p for p in configs.problems(odd, spec, arch.offline("sm_90a")))
+    assert configs.problems(odd, spec, arch.offline("sm_90a")) == []
+    assert configs.problems(replace(odd, cluster_m=4, cluster_n=2), spec, arch.offline("sm_90a")) == []

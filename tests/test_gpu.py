@@ -167,16 +167,18 @@ def test_every_kernel_replays_from_a_cuda_graph(spec):
 
 
 def test_sm90_cluster_configs_on_odd_tile_rows():
-    """2-CTA clusters stack tiles in M: with an odd number of M tiles one CTA of the last
-    cluster has no rows, yet keeps multicasting B to its peer."""
+    """Clusters stack tiles in M (and N): with an odd number of M (or N) tiles a CTA of the last
+    cluster has no rows (or columns), yet keeps multicasting its share of B (and A) to its peers."""
     lim = gemm.device_limits(torch.cuda.current_device())
     spec = registry.SM90_GEMM
     if not spec.runs_on(lim.cc):
         pytest.skip(f"{spec.name} runs on CC 9.0 only; this GPU is {lim.cc}")
     gen = torch.Generator(device="cuda").manual_seed(3)
-    for cfg in (c for c in spec.configs if c.cluster_m > 1):
+    for cfg in (c for c in spec.configs if c.cluster_size > 1):
+        odd_n = (2 * cfg.cluster_n + 1) * cfg.block_n - 40  # an odd number of N tiles
         for m in (1, 129, 3 * cfg.block_m, 3 * cfg.block_m + 5):
-            check(rand(m, 512, gen=gen), rand(512, 1000, gen=gen), torch.float16, kernel=spec.name, config=cfg.name)
+            for n in (1000, odd_n):
+                check(rand(m, 512, gen=gen), rand(512, n, gen=gen), torch.float16, kernel=spec.name, config=cfg.name)
 
 
 def test_sm90_split_k_for_grids_under_one_wave():
@@ -190,7 +192,7 @@ def test_sm90_split_k_for_grids_under_one_wave():
     for cfg in spec.configs:
         for m, n, k in ((128, 512, 4096), (77, 300, 1100), (1, 8, 2048), (3 * cfg.block_m + 1, 1000, 3000)):
             resident = gemm.compiled(spec, cfg, "float16", "float16", torch.cuda.current_device()) \
-                .resident_clusters(cfg.threads, cfg.cluster_m, lim.sm_count)
+                .resident_clusters(cfg.threads, cfg.cluster_size, lim.sm_count)
             assert registry.split_k(spec, cfg, m, n, k, resident) > 1, (cfg.name, m, n, k)
             for dtype, out_dtype in spec.entry:
                 check(rand(m, k, gen=gen, dtype=getattr(torch, dtype)), rand(k, n, gen=gen, dtype=getattr(torch, dtype)),
@@ -375,7 +377,7 @@ def test_sm90_batched_tensor_maps_take_strided_batches():
     a, b = rand(2, 128, 8192, gen=gen), rand(2, 8192, 128, gen=gen)
     cfg = spec.config("128x128")
     resident = gemm.compiled(spec, cfg, "float16", "float16", torch.cuda.current_device()) \
-        .resident_clusters(cfg.threads, cfg.cluster_m, lim.sm_count)
+        .resident_clusters(cfg.threads, cfg.cluster_size, lim.sm_count)
     assert registry.split_k(spec, cfg, 128, 128, 8192, resident, batch=2) > 1
     for out_dtype in (torch.float16, torch.float32):
         check_batch(a, b, zoo.bmm(a, b, out_dtype=out_dtype, config="128x128"))

@@ -132,6 +132,22 @@ def test_persistent_grid_is_capped_by_resident_clusters():
     assert registry.SM75_HGEMM.grid(registry.SM75_HGEMM.config("64x64"), 129, 256, 66) == (12, 1, 1)
 
 
+def test_two_dimensional_clusters_stack_tiles_in_m_and_n_and_cut_the_tma_boxes_into_shares():
+    spec = registry.SM90_GEMM
+    cfg = replace(spec.config("128x192pp"), cluster_m=2, cluster_n=2)
+    # 768 x 768: 6 x 4 tiles in stacks of 2 x 2; an odd count in either dimension rounds up.
+    assert registry.stacks(cfg, 768, 768) == 6
+    assert registry.stacks(cfg, 769, 769) == 4 * 3  # 7 x 5 tiles
+    # Ten of them: 60 units on 33 resident clusters of 4 CTAs.
+    assert spec.grid(cfg, 768, 768, 33, batch=10) == (132, 1, 1)
+    assert spec.grid(cfg, 128, 192, 33) == (4, 1, 1)
+    # Each CTA multicasts 1/cluster_n of A's 128 rows and 1/cluster_m of B's 64 K rows.
+    assert spec.tma_boxes(cfg, 2) == ((64, 64), (32, 64), (64, 64))
+    assert spec.tma_boxes(replace(cfg, cluster_m=4, cluster_n=1), 4) == ((128, 64), (16, 64), (64, 32))
+    assert cfg.describe().endswith("cluster 2x2, ping-pong consumers")
+    assert spec.defines(cfg)["ZOO_CLUSTER_N"] == 2
+
+
 def test_split_k_only_under_one_wave_and_never_an_empty_slice():
     spec = registry.SM90_GEMM
     small, big = spec.config("128x128"), spec.config("128x256")

@@ -37,12 +37,17 @@ class TileConfig:
     stages: int
     threads: int
     group_m: int = 8  # tile rows walked together in the grouped (L2-friendly) block order
-    cluster_m: int = 1  # CTAs per thread-block cluster, stacked in M (sharing B by TMA multicast)
+    cluster_m: int = 1  # thread-block cluster: CTAs along M (a column of tiles sharing B by TMA multicast)
+    cluster_n: int = 1  # and along N (a row of tiles sharing A)
     pingpong: int = 0  # 1: two consumer warpgroups own whole tiles and take them in turn (sm90)
 
     @property
     def warps(self) -> int:
         return (self.block_m // self.warp_m) * (self.block_n // self.warp_n)
+
+    @property
+    def cluster_size(self) -> int:
+        return self.cluster_m * self.cluster_n
 
     def tiles(self, m: int, n: int) -> int:
         return -(-m // self.block_m) * -(-n // self.block_n)
@@ -50,12 +55,12 @@ class TileConfig:
     def describe(self) -> str:
         return (f"{self.block_m}x{self.block_n}x{self.block_k}, warp {self.warp_m}x{self.warp_n}, "
                 f"{self.threads} thr, {self.stages} stages"
-                + (f", cluster {self.cluster_m}x1" if self.cluster_m > 1 else "")
+                + (f", cluster {self.cluster_m}x{self.cluster_n}" if self.cluster_size > 1 else "")
                 + (", ping-pong consumers" if self.pingpong else ""))
 
 
 _INT_FIELDS = tuple(f.name for f in fields(TileConfig) if f.name != "name")
-_REQUIRED = tuple(f.name for f in fields(TileConfig) if f.name not in ("name", "group_m", "cluster_m", "pingpong"))
+_REQUIRED = tuple(f.name for f in fields(TileConfig) if f.name not in ("name", "group_m", "cluster_m", "cluster_n", "pingpong"))
 _FLAGS = ("pingpong",)  # 0 or 1
 
 
@@ -107,8 +112,9 @@ def problems(config: TileConfig, kernel: "KernelSpec", limits: "ArchLimits") -> 
         out.append(f"threads {c.threads} > 1024 per block")
     if c.stages not in kernel.stages:
         out.append(f"stages {c.stages} not supported by {kernel.name} (supports {list(kernel.stages)})")
-    if c.cluster_m not in kernel.cluster_sizes:
-        out.append(f"cluster_m {c.cluster_m} not supported by {kernel.name} (supports {list(kernel.cluster_sizes)})")
+    for field, size in (("cluster_m", c.cluster_m), ("cluster_n", c.cluster_n)):
+        if size not in kernel.cluster_sizes:
+            out.append(f"{field} {size} not supported by {kernel.name} (supports {list(kernel.cluster_sizes)})")
     if c.pingpong and not kernel.pingpong:
         out.append(f"{kernel.name} has no ping-pong consumers (pingpong must be 0)")
     if out:  # the kernel's own rules and its smem formula assume the tiling above holds

@@ -291,11 +291,11 @@ def tma_maps(spec: KernelSpec, cfg: TileConfig, a: torch.Tensor, b: torch.Tensor
 
 
 def _resident_clusters(spec: KernelSpec, cfg: TileConfig, fn: cuda.Function, device_index: int) -> int:
-    """Clusters of cfg.cluster_m blocks the GPU holds at once (persistent kernels); 0 for the
+    """Clusters of cfg.cluster_size blocks the GPU holds at once (persistent kernels); 0 for the
     others, whose grid is one block per tile."""
     if not spec.persistent:
         return 0
-    return fn.resident_clusters(cfg.threads, cfg.cluster_m, device_limits(device_index).sm_count)
+    return fn.resident_clusters(cfg.threads, cfg.cluster_size, device_limits(device_index).sm_count)
 
 
 def launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor,
@@ -331,7 +331,7 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
         if spec.tma_boxes:
             a_map, b_map, c_map, c_tma = tma_maps(spec, cfg, a, b, c, k, lda, ldb)
             if splits > 1:  # fp32 partials per (tile, consumer warpgroup, split), and counts
-                slots = registry.stacks(cfg, m, n) * cfg.cluster_m * cfg.warps * batch
+                slots = registry.stacks(cfg, m, n) * cfg.cluster_size * cfg.warps * batch
                 split_k = (slots * splits * cfg.warp_m * cfg.warp_n, slots)
             args = [(a_map, None), (b_map, None), (c_map, None), (int(c_tma), cuda.INT32),
                     (c.data_ptr(), cuda.POINTER), (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32), ldc,
@@ -341,7 +341,7 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
             args = [(a.data_ptr(), cuda.POINTER), (b.data_ptr(), cuda.POINTER), (c.data_ptr(), cuda.POINTER),
                     (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32),
                     (lda, cuda.INT32), (ldb, cuda.INT32), ldc]
-    return Launch(fn, device_index, grid, cfg.threads, cfg.cluster_m, args, split_k)
+    return Launch(fn, device_index, grid, cfg.threads, cfg.cluster_size, args, split_k)
 
 
 # ----------------------------------------------------------------------------- grouped launches
@@ -352,7 +352,7 @@ TMA_ENTRY_BYTES = 448
 
 
 def group_units(spec: KernelSpec, cfg: TileConfig, shapes: list[tuple[int, int, int]]) -> list[int]:
-    """Blocks (pointer kernels: one per tile) or units (persistent: stacks of cluster_m tiles)
+    """Blocks (pointer kernels: one per tile) or units (persistent: stacks of a cluster's tiles)
     of each problem of a grouped launch."""
     if spec.persistent:
         return [registry.stacks(cfg, m, n) for m, n, _ in shapes]
@@ -392,4 +392,4 @@ def plan_grouped(spec: KernelSpec, cfg: TileConfig, device_index: int, table: to
         grid = spec.grid_for_units(cfg, units, _resident_clusters(spec, cfg, fn, device_index))
         if grid[0] > INT32_MAX:
             raise ZooError(f"a grouped launch of {units} blocks exceeds the grid limit {INT32_MAX}")
-    return Launch(fn, device_index, grid, cfg.threads, cfg.cluster_m, args)
+    return Launch(fn, device_index, grid, cfg.threads, cfg.cluster_size, args)

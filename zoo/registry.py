@@ -60,7 +60,7 @@ class KernelSpec:
     # None: assume the arch's per-thread cap until the cubin says otherwise.
     launch_registers: Callable[[cfgs.TileConfig], int] | None = None
     persistent: bool = False             # a grid of as many blocks as fit at once, looping over tiles
-    cluster_sizes: tuple[int, ...] = (1,)  # thread-block cluster sizes (along M) it supports
+    cluster_sizes: tuple[int, ...] = (1,)  # thread-block cluster sizes it supports (along M, and along N)
     pingpong: bool = False               # configs may set pingpong: consumers take whole tiles in turn
     split_k: bool = False                # can cut K into units reduced through a workspace
     pipeline: str = ""                   # how K-tiles are staged; {stages} and {ahead} filled per config
@@ -105,14 +105,14 @@ class KernelSpec:
     def defines(self, c: cfgs.TileConfig) -> dict[str, int]:
         return {"ZOO_BM": c.block_m, "ZOO_BN": c.block_n, "ZOO_BK": c.block_k,
                 "ZOO_WARP_M": c.warp_m, "ZOO_WARP_N": c.warp_n, "ZOO_STAGES": c.stages,
-                "ZOO_GROUP_M": c.group_m, "ZOO_CLUSTER_M": c.cluster_m,
+                "ZOO_GROUP_M": c.group_m, "ZOO_CLUSTER_M": c.cluster_m, "ZOO_CLUSTER_N": c.cluster_n,
                 "ZOO_SMEM_BYTES": self.smem_bytes(c), **({"ZOO_PINGPONG": 1} if c.pingpong else {}),
                 **self.extra_defines}
 
     def grid(self, c: cfgs.TileConfig, m: int, n: int, resident_clusters: int,
              splits: int = 1, batch: int = 1) -> tuple[int, int, int]:
         """One block per tile; a persistent kernel gets at most as many clusters as can be
-        resident at once, each walking units (stacks of cluster_m tiles, x splits of K, x the
+        resident at once, each walking units (stacks of cluster_m x cluster_n tiles, x splits of K, x the
         matrices of a batch)."""
         units = stacks(c, m, n) * splits * batch if self.persistent else c.tiles(m, n)
         return self.grid_for_units(c, units, resident_clusters)
@@ -120,12 +120,13 @@ class KernelSpec:
     def grid_for_units(self, c: cfgs.TileConfig, units: int, resident_clusters: int) -> tuple[int, int, int]:
         """The grid for `units` of work: a block each, or for a persistent kernel as many
         clusters as are resident at once (each walks units until none are left)."""
-        return ((min(units, resident_clusters) * c.cluster_m) if self.persistent else units, 1, 1)
+        return ((min(units, resident_clusters) * c.cluster_size) if self.persistent else units, 1, 1)
 
 
 def stacks(c: cfgs.TileConfig, m: int, n: int) -> int:
-    """Units of work of a persistent kernel without split-K: stacks of cluster_m tiles in M."""
-    return -(-m // (c.block_m * c.cluster_m)) * -(-n // c.block_n)
+    """Units of work of a persistent kernel without split-K: stacks of cluster_m x cluster_n
+    tiles (one per CTA of a cluster)."""
+    return -(-m // (c.block_m * c.cluster_m)) * -(-n // (c.block_n * c.cluster_n))
 
 
 MIN_SPLIT_K_TILES = 8   # a K slice of at least 8 K-tiles keeps the TMA ring busy
@@ -275,6 +276,7 @@ def _sm90_consumer_registers(c: cfgs.TileConfig) -> int:
 
 SM90_EPILOGUE_BOXES = 2      # EPI_BOXES: C boxes of 64 rows x 128 B staged per consumer
 SM90_EPILOGUE_ROWS = 64
+SM90_MAX_CLUSTER = 8        # CTAs in a portable thread-block cluster (the kernel asserts it too)
 
 
 def _sm90_smem_bytes(c: cfgs.TileConfig, in_bytes: int) -> int:
@@ -304,9 +306,10 @@ def _sm90_rules(c: cfgs.TileConfig) -> list[str]:
         out.append(f"warp_n {c.warp_n} must be 128, 192 or 256 (the wgmma N the kernel instantiates)")
     if c.block_n % TMA_SWIZZLE_COLS:
         out.append(f"block_n {c.block_n} must be a multiple of {TMA_SWIZZLE_COLS} (whole 128-byte B boxes)")
-    if (c.block_n // TMA_SWIZZLE_COLS) % c.cluster_m:
-        out.append(f"block_n {c.block_n} has {c.block_n // TMA_SWIZZLE_COLS} B boxes; they must split "
-                   f"evenly over the cluster's {c.cluster_m} CTAs")
+    # Each CTA of a cluster multicasts 1/cluster_n of A's rows and 1/cluster_m of B's K rows:
+    # with clusters of at most 4 along a side, block_m (64s) and block_k 64, whole 8-row atoms.
+    if c.cluster_size > SM90_MAX_CLUSTER:
+        out.append(f"cluster {c.cluster_m}x{c.cluster_n} has more than {SM90_MAX_CLUSTER} CTAs (the portable cluster size)")
     if c.block_m > 256:
         out.append(f"block_m {c.block_m} > 256, the largest TMA box dimension")
     return out + _sm90_register_rules(c, c.warp_m // 64 * c.warp_n // 2, 40, "fp32 accumulators")
@@ -325,9 +328,10 @@ def _sm90_register_rules(c: cfgs.TileConfig, accumulators: int, others: int, wha
 
 def _sm90_tma_boxes(c: cfgs.TileConfig, out_size: int) -> tuple[tuple[int, int], ...]:
     """TMA boxes (rows, cols) of A, B and C: a K-tile is one 128-byte swizzled row (block_k
-    elements), so A's box is block_m rows of it and B's block_k rows of 128 bytes; C goes out in
-    boxes of SM90_EPILOGUE_ROWS rows x 128 bytes."""
-    return ((c.block_m, c.block_k), (c.block_k, c.block_k),
+    elements), so A's box is block_m rows of it and B's block_k rows of 128 bytes, each cut into
+    the shares the CTAs of a cluster multicast (1/cluster_n of A's rows, 1/cluster_m of B's);
+    C goes out in boxes of SM90_EPILOGUE_ROWS rows x 128 bytes."""
+    return ((c.block_m // c.cluster_n, c.block_k), (c.block_k // c.cluster_m, c.block_k),
             (SM90_EPILOGUE_ROWS, cuda.TMA_SWIZZLE_BYTES // out_size))
 
 
@@ -350,7 +354,7 @@ SM90_GEMM = KernelSpec(
                     (r"\bHMMA\.", "HMMA (the legacy tensor-core path)")),
     description="TMA + mbarrier ring, warp-specialized producer/consumers, wgmma, persistent",
     thread_layout=_sm90_threads, launch_registers=_sm90_launch_registers, persistent=True,
-    cluster_sizes=(1, 2), split_k=True, pingpong=True,
+    cluster_sizes=(1, 2, 4), split_k=True, pingpong=True,
     exports={("float16", "float32"): "zoo_gemm_sm90", ("float16", "float16"): "zoo_gemm_sm90_half",
              ("bfloat16", "float32"): "zoo_gemm_sm90_bf16", ("bfloat16", "bfloat16"): "zoo_gemm_sm90_bf16_bf16"},
     pipeline="{stages}-stage TMA ring with full/empty mbarriers: the producer warpgroup runs up "

@@ -14,14 +14,16 @@
 //   the tile shape and STAGES as -D defines).
 //
 // Launch (persistent): as many blocks of 128 x (1 + CONSUMERS) threads as fit the GPU at once
-//   (one per SM), in clusters of CLUSTER_M along M (a launch attribute), ZOO_SMEM_BYTES of
-//   dynamic shared memory. Cluster c walks stacks of CLUSTER_M tiles c, c + clusters, ... in
-//   grouped (L2-friendly) order; each CTA of the cluster takes one tile of the stack.
+//   (one per SM), in clusters of CLUSTER_M x CLUSTER_N CTAs (a launch attribute, 1-D: rank r
+//   is tile r % CLUSTER_M in M, r / CLUSTER_M in N), ZOO_SMEM_BYTES of dynamic shared memory.
+//   Cluster c walks stacks of CLUSTER_M x CLUSTER_N tiles c, c + clusters, ... in grouped
+//   (L2-friendly) order; each CTA of the cluster takes one tile of the stack.
 //   Tensor maps, all 128-byte swizzled, zero fill outside the tensor, 3-D with `batch`
-//   matrices (1 for one GEMM): tmap_a (M rows, K cols), box BM x 128 B; tmap_b (K rows, N cols),
-//   box BK x 128 B; tmap_c (M rows, N cols), box 64 x 128 B, used when c_tma != 0 (C's base,
-//   row stride and row length 16-byte multiples: TMA writes whole 16-byte chunks), else C is
-//   stored directly (matrix i at C + i * c_batch). The batch's units follow one another.
+//   matrices (1 for one GEMM): tmap_a (M rows, K cols), box BM / CLUSTER_N rows x 128 B;
+//   tmap_b (K rows, N cols), box BK / CLUSTER_M rows x 128 B; tmap_c (M rows, N cols), box
+//   64 x 128 B, used when c_tma != 0 (C's base, row stride and row length 16-byte multiples:
+//   TMA writes whole 16-byte chunks), else C is stored directly (matrix i at C + i * c_batch).
+//   The batch's units follow one another.
 //   splits > 1 (split-K, for grids under one wave): each tile's K-tiles are cut into `splits`
 //   units; workspace holds their fp32 partials and counters (zeroed, one int per tile and
 //   consumer) counts them in; the last unit of a tile reduces and stores it.
@@ -42,9 +44,11 @@
 //   (WG_M = 128: two wgmma m64 row blocks) and take the CTA's tiles in turn, handing the
 //   tensor cores over with a pair of named barriers, so one's epilogue runs under the other's
 //   MMAs; each skips the other's K-tiles in the ring.
-//   In a cluster, the CTAs' tiles share columns: each producer loads 1/CLUSTER_M of the B boxes
-//   and multicasts them to every CTA, so a stage is free only when the consumers of all the
-//   cluster's CTAs have released it (they arrive on every CTA's "empty" barrier).
+//   In a cluster, CTAs in the same row of tiles share A and CTAs in the same column share B:
+//   each producer loads 1/CLUSTER_N of the A tile's rows and multicasts them along its row,
+//   and 1/CLUSTER_M of every B box's K rows, multicast along its column. A stage is free only
+//   when the consumers of all the cluster's CTAs have released it (each consumer warp arrives
+//   on every CTA's "empty" barrier, one lane per CTA).
 // Shared memory: A stage = BM rows x 128 B (K-major, 128B swizzle); B stage = BN/BOX_COLS boxes
 //   of BK rows x 128 B (N-major, 128B swizzle; wgmma reads it transposed, or for TF32 the
 //   consumers load it into registers); then per consumer two
@@ -66,6 +70,9 @@
 #define ZOO_GROUP_M 8
 #define ZOO_CLUSTER_M 2
 #define ZOO_SMEM_BYTES 230480
+#endif
+#ifndef ZOO_CLUSTER_N
+#define ZOO_CLUSTER_N 1
 #endif
 #ifndef ZOO_PINGPONG
 #define ZOO_PINGPONG 0
@@ -89,7 +96,9 @@ constexpr int IN_BYTES = TF32 ? 4 : 2;              // fp32 inputs, or fp16 / bf
 constexpr int MMA_K = 32 / IN_BYTES;                // one wgmma covers 32 bytes of K (k16 / k8)
 constexpr int MMA_N = TF32 ? WG_M : WG_N;           // wgmma N: C columns, or C rows for TF32
 constexpr int ACC_REGS = MMA_N / 2;                 // fp32 accumulators of one wgmma (64 x MMA_N / 128)
-constexpr int CLUSTER_M = ZOO_CLUSTER_M;  // CTAs of a cluster: tiles stacked in M, sharing B
+constexpr int CLUSTER_M = ZOO_CLUSTER_M;  // CTAs of a cluster along M (a column of tiles, sharing B)
+constexpr int CLUSTER_N = ZOO_CLUSTER_N;  // and along N (a row of tiles, sharing A)
+constexpr int CLUSTER = CLUSTER_M * CLUSTER_N;
 // Ping-pong (ZOO_PINGPONG): two consumer warpgroups each own whole tiles and take the CTA's
 // tiles in turn, so one's epilogue and the start of its next tile run under the other's
 // MMAs. Else the consumers split every tile between them (cooperative).
@@ -137,8 +146,11 @@ static_assert(BM <= 256 && BK <= 256, "TMA box dimensions are at most 256");
 static_assert(CONSUMERS >= 1 && CONSUMERS <= 3, "one producer and 1-3 consumer warpgroups");
 static_assert(CONSUMERS * 4 <= SPLIT_FLAG_BYTES, "a split-K flag per consumer");
 static_assert(STAGES >= 2, "the ring needs at least two stages");
-static_assert(CLUSTER_M >= 1 && (BN / BOX_COLS) % CLUSTER_M == 0,
-              "each CTA of a cluster multicasts an equal share of B's boxes");
+constexpr int A_SHARE_ROWS = BM / CLUSTER_N;  // the rows of A's tile one CTA loads and multicasts
+constexpr int B_SHARE_ROWS = BK / CLUSTER_M;  // the K rows of each B box one CTA loads and multicasts
+static_assert(CLUSTER >= 1 && CLUSTER <= 8, "portable cluster sizes: at most 8 CTAs");
+static_assert(A_SHARE_ROWS % 8 == 0 && B_SHARE_ROWS % 8 == 0 && BM % CLUSTER_N == 0 && BK % CLUSTER_M == 0,
+              "each CTA's share of a box is whole swizzle atoms (8 rows), so the shares tile the box");
 static_assert(A_STAGE_BYTES % ATOM_BYTES == 0 && B_BOX_BYTES % ATOM_BYTES == 0,
               "stages and boxes must keep 1024-byte alignment");
 static_assert(CONSUMER_REGS >= M_SUBS * ACC_REGS + (TF32 ? 56 : 40), "the accumulators must fit the consumers' registers");
@@ -254,8 +266,9 @@ struct Work {
   int matrix, tile_m, tile_n, kt_begin, kt_end, split;
 };
 
-// Tile scheduler: a cluster owns stacks of CLUSTER_M tiles in M (same columns, so one B tile
-// serves all of them), in grouped order; CTA `rank` of the cluster takes the rank-th tile.
+// Tile scheduler: a cluster owns stacks of CLUSTER_M x CLUSTER_N tiles (a column of the stack
+// shares B tiles, a row shares A tiles), in grouped order; CTA `rank` of the cluster takes
+// tile (rank % CLUSTER_M, rank / CLUSTER_M) of the stack.
 // With split-K (grids under one wave), each stack is `splits` units over slices of K. A
 // batched launch walks its matrices one after the other, a grouped launch the GEMMs of its
 // table.
@@ -263,14 +276,15 @@ template <typename OutT>
 struct Scheduler {
   Gemm<OutT> single;        // the GEMM of a one-GEMM launch
   const GroupEntry* table;  // or the GEMMs of a grouped launch (splits = 1)
-  int count, units, first, step, rank, splits;
+  int count, units, first, step, rank_m, rank_n, splits;
   __device__ Scheduler(const Gemm<OutT>& g, const GroupEntry* table_, int count_, int units_,
                        int splits_)
       : single(g), table(table_), count(count_), units(units_), splits(splits_) {
-    if constexpr (CLUSTER_M > 1) {
-      first = cluster_id(), step = cluster_count(), rank = cluster_rank();
+    if constexpr (CLUSTER > 1) {
+      const int rank = cluster_rank();
+      first = cluster_id(), step = cluster_count(), rank_m = rank % CLUSTER_M, rank_n = rank / CLUSTER_M;
     } else {
-      first = blockIdx.x, step = gridDim.x, rank = 0;
+      first = blockIdx.x, step = gridDim.x, rank_m = 0, rank_n = 0;
     }
   }
   __device__ Gemm<OutT> gemm_of(int unit) const {
@@ -278,22 +292,23 @@ struct Scheduler {
     const GroupEntry& e = table[zoo::entry_index(table, count, &GroupEntry::unit_begin, unit)];
     return {&e.a, &e.b, &e.c, reinterpret_cast<OutT*>(e.C), 0, e.M, e.N, e.K, e.ldc, e.c_tma, e.unit_begin};
   }
-  // A stack past the last M tile (odd tiles_m) still runs: its A reads are zero-filled and
-  // its stores skipped, while its CTA keeps multicasting B to the peer.
+  // A tile of a stack past the last M or N tile still runs: its loads are zero-filled and its
+  // stores skipped, while its CTA keeps multicasting its shares to the peers.
   __device__ Work<OutT> work(int unit) const {
     Work<OutT> w;
     w.g = gemm_of(unit);
     const int local = unit - w.g.unit_begin;
-    const int tiles_n = zoo::ceil_div(w.g.N, BN);
     const int stacks_m = zoo::ceil_div(zoo::ceil_div(w.g.M, BM), CLUSTER_M);
+    const int stacks_n = zoo::ceil_div(zoo::ceil_div(w.g.N, BN), CLUSTER_N);
     const int k_tiles = zoo::ceil_div(w.g.K, BK), k_per_split = zoo::ceil_div(k_tiles, splits);
-    const int per_matrix = stacks_m * tiles_n * splits;
+    const int per_matrix = stacks_m * stacks_n * splits;
     w.matrix = local / per_matrix;
     const int in_matrix = local - w.matrix * per_matrix;
-    int stack_m;
+    int stack_m, stack_n;
     w.split = in_matrix % splits;
-    zoo::grouped_tile(in_matrix / splits, stacks_m, tiles_n, zoo::cmax(1, ZOO_GROUP_M / CLUSTER_M), stack_m, w.tile_n);
-    w.tile_m = stack_m * CLUSTER_M + rank;
+    zoo::grouped_tile(in_matrix / splits, stacks_m, stacks_n, zoo::cmax(1, ZOO_GROUP_M / CLUSTER_M), stack_m, stack_n);
+    w.tile_m = stack_m * CLUSTER_M + rank_m;
+    w.tile_n = stack_n * CLUSTER_N + rank_n;
     w.kt_begin = w.split * k_per_split;
     w.kt_end = min(k_tiles, w.kt_begin + k_per_split);
     return w;
@@ -312,8 +327,10 @@ __device__ __forceinline__ bool split_k_reduce(float (&acc)[M_SUBS][ACC_REGS], c
   constexpr int VECS = ACC_REGS / 4;  // float4s per thread and wgmma row block
   const int t = threadIdx.x % WG_THREADS;
   const int slice = PINGPONG ? 0 : consumer;
-  const int tiles_m = zoo::ceil_div(zoo::ceil_div(w.g.M, BM), CLUSTER_M) * CLUSTER_M;  // dummy stack included
-  const int slot = ((w.matrix * tiles_m + w.tile_m) * zoo::ceil_div(w.g.N, BN) + w.tile_n) * SLICES + slice;
+  // Tiles counted with the stacks' dummies past M and N.
+  const int tiles_m = zoo::ceil_div(zoo::ceil_div(w.g.M, BM), CLUSTER_M) * CLUSTER_M;
+  const int tiles_n = zoo::ceil_div(zoo::ceil_div(w.g.N, BN), CLUSTER_N) * CLUSTER_N;
+  const int slot = ((w.matrix * tiles_m + w.tile_m) * tiles_n + w.tile_n) * SLICES + slice;
   float4* const partials = reinterpret_cast<float4*>(workspace) +
                            static_cast<long long>(slot) * sched.splits * M_SUBS * VECS * WG_THREADS;
   float4* const mine = partials + static_cast<long long>(w.split) * M_SUBS * VECS * WG_THREADS;
@@ -344,13 +361,13 @@ __device__ __forceinline__ bool split_k_reduce(float (&acc)[M_SUBS][ACC_REGS], c
   return true;
 }
 
-// Each consumer warp tells every CTA of the cluster that it is done reading a stage.
-__device__ __forceinline__ void release(unsigned empty_bar) {
-  if constexpr (CLUSTER_M > 1) {
-#pragma unroll
-    for (int r = 0; r < CLUSTER_M; ++r) mbar_arrive_cluster(empty_bar, r);
+// Each consumer warp tells every CTA of the cluster that it is done reading a stage: lane r
+// arrives on CTA r's barrier (all at once, rather than one lane in turn).
+__device__ __forceinline__ void release(unsigned empty_bar, int lane) {
+  if constexpr (CLUSTER > 1) {
+    if (lane < CLUSTER) mbar_arrive_cluster(empty_bar, lane);
   } else {
-    mbar_arrive(empty_bar);
+    if (lane == 0) mbar_arrive(empty_bar);
   }
 }
 
@@ -489,7 +506,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
 #pragma unroll
         for (int ks = 0; ks < K_STEPS; ++ks) {
           wgmma_wait<K_STEPS - 1>();
-          if (ks == K_STEPS - 1 && prev_stage >= 0 && lane == 0) release(empty_bar + 8 * prev_stage);
+          if (ks == K_STEPS - 1 && prev_stage >= 0) release(empty_bar + 8 * prev_stage, lane);
           const unsigned b_stage = b_smem + stage * B_STAGE_BYTES + ks * MMA_K * SWIZZLE_BYTES;
           frag[ks][0] = round_to_tf32(ld_shared_u32(b_stage + frag_off[0][0]));
           frag[ks][1] = round_to_tf32(ld_shared_u32(b_stage + frag_off[1][0]));
@@ -516,7 +533,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
         // This K-tile's MMAs stay in flight; the previous one's are done, so its stage is free.
         wgmma_wait<1>();
         fence_accumulators(acc);
-        if (prev_stage >= 0 && lane == 0) release(empty_bar + 8 * prev_stage);
+        if (prev_stage >= 0) release(empty_bar + 8 * prev_stage, lane);
       }
       prev_stage = stage;
       if (++stage == STAGES) stage = 0, phase ^= 1;
@@ -525,7 +542,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
     if (PINGPONG && unit + sched.step < sched.units) named_barrier_arrive(ORDER_BARRIER + 1 - consumer, 2 * WG_THREADS);
     wgmma_wait<0>();
     fence_accumulators(acc);
-    if (prev_stage >= 0 && lane == 0) release(empty_bar + 8 * prev_stage);
+    if (prev_stage >= 0) release(empty_bar + 8 * prev_stage, lane);
     if (w.kt_begin >= w.kt_end) zero_accumulators(acc);  // an empty K slice (the host avoids them) adds zero
     if (sched.splits > 1 &&
         !split_k_reduce(acc, w, sched, consumer, workspace, counters, split_flags))
@@ -614,12 +631,12 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
   if (threadIdx.x == 0) {
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(full_bar + 8 * s, 1);                              // the producer's expect_tx
-      mbar_init(empty_bar + 8 * s, CLUSTER_M * SLICES * 4);  // the warps reading it, cluster-wide
+      mbar_init(empty_bar + 8 * s, CLUSTER * SLICES * 4);  // the warps reading it, cluster-wide
     }
     mbar_init_fence();
   }
   // Peers arrive on these barriers and multicast into this CTA: all must be initialised first.
-  if constexpr (CLUSTER_M > 1) cluster_sync(); else __syncthreads();
+  if constexpr (CLUSTER > 1) cluster_sync(); else __syncthreads();
 
   if (warpgroup == 0) {
     // ---- Producer: one thread keeps the ring full, across tiles.
@@ -630,7 +647,10 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
         tma_prefetch_descriptor(sched.single.b);
         if (sched.single.c_tma) tma_prefetch_descriptor(sched.single.c);
       }
-      constexpr int MY_BOXES = BN / BOX_COLS / CLUSTER_M;
+      // Multicast masks: the CTAs of this one's row of tiles (same rank_m: A) and column (B).
+      unsigned short row_mask = 0, column_mask = 0;
+      for (int j = 0; j < CLUSTER_N; ++j) row_mask |= 1u << (sched.rank_m + CLUSTER_M * j);
+      for (int i = 0; i < CLUSTER_M; ++i) column_mask |= 1u << (i + CLUSTER_M * sched.rank_n);
       const TensorMap* fenced = nullptr;
       int stage = 0;
       unsigned phase = 0;
@@ -653,18 +673,23 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
           }
         }
         for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
-          // Free in every CTA of the cluster: this thread's B boxes land in all of them.
+          // Free in every CTA of the cluster: this thread's shares land in its row and column.
           mbar_wait(empty_bar + 8 * stage, phase ^ 1);
           const unsigned bar = full_bar + 8 * stage;
-          mbar_arrive_expect_tx(bar, STAGE_BYTES);  // A, this CTA's B boxes and the peers'
-          tma_load_3d(a_smem + stage * A_STAGE_BYTES, tmap_a, bar, kt * BK, tile_m * BM, w.matrix);
+          mbar_arrive_expect_tx(bar, STAGE_BYTES);  // the whole stage: this CTA's shares and the peers'
+          const int a_row = sched.rank_n * A_SHARE_ROWS;
+          const unsigned a_dst = a_smem + stage * A_STAGE_BYTES + a_row * SWIZZLE_BYTES;
+          if constexpr (CLUSTER_N > 1)
+            tma_load_3d_multicast(a_dst, tmap_a, bar, kt * BK, tile_m * BM + a_row, w.matrix, row_mask);
+          else
+            tma_load_3d(a_dst, tmap_a, bar, kt * BK, tile_m * BM, w.matrix);
+          const int b_row = sched.rank_m * B_SHARE_ROWS;
 #pragma unroll
-          for (int i = 0; i < MY_BOXES; ++i) {
-            const int box = sched.rank * MY_BOXES + i;
-            const unsigned dst = b_smem + stage * B_STAGE_BYTES + box * B_BOX_BYTES;
+          for (int box = 0; box < BN / BOX_COLS; ++box) {
+            const unsigned dst = b_smem + stage * B_STAGE_BYTES + box * B_BOX_BYTES + b_row * SWIZZLE_BYTES;
             if constexpr (CLUSTER_M > 1)
-              tma_load_3d_multicast(dst, tmap_b, bar, tile_n * BN + box * BOX_COLS, kt * BK, w.matrix,
-                                    (1u << CLUSTER_M) - 1);
+              tma_load_3d_multicast(dst, tmap_b, bar, tile_n * BN + box * BOX_COLS, kt * BK + b_row, w.matrix,
+                                    column_mask);
             else
               tma_load_3d(dst, tmap_b, bar, tile_n * BN + box * BOX_COLS, kt * BK, w.matrix);
           }
@@ -677,7 +702,7 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
                   counters, split_flags);
   }
   // No CTA may leave while a peer can still arrive on its barriers or multicast into it.
-  if constexpr (CLUSTER_M > 1) {
+  if constexpr (CLUSTER > 1) {
     __syncwarp();  // the producer warp's lanes meet again before the aligned cluster barrier
     cluster_sync();
   }
@@ -697,7 +722,8 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
            int splits, float* workspace, int* counters) {                                   \
     const zoo_sm90::Gemm<OUT_T> g{&tmap_a, &tmap_b, &tmap_c, C, c_batch, M, N, K, ldc, c_tma, 0}; \
     const int units = zoo::ceil_div(zoo::ceil_div(M, zoo_sm90::BM), zoo_sm90::CLUSTER_M) *  \
-                      zoo::ceil_div(N, zoo_sm90::BN) * splits * batch;                      \
+                      zoo::ceil_div(zoo::ceil_div(N, zoo_sm90::BN), zoo_sm90::CLUSTER_N) *  \
+                      splits * batch;                                                       \
     zoo_sm90::gemm<BF16, OUT_T>(zoo_sm90::Scheduler<OUT_T>(g, nullptr, 1, units, splits),   \
                                 workspace, counters);                                       \
   }                                                                                         \
@@ -766,7 +792,7 @@ static int launch(Kernel kernel, const T* A, const T* B, OutT* C, int M, int N, 
   if (M <= 0 || N <= 0 || K <= 0 || K % 8 || N % 8 || reinterpret_cast<uintptr_t>(A) % 16 ||
       reinterpret_cast<uintptr_t>(B) % 16)
     return static_cast<int>(cudaErrorInvalidValue);
-  if (CLUSTER_M != 1) return static_cast<int>(cudaErrorNotSupported);
+  if (CLUSTER != 1) return static_cast<int>(cudaErrorNotSupported);
   const int smem_rc = zoo::raise_smem_limit_once(reinterpret_cast<const void*>(kernel), SMEM_BYTES);
   if (smem_rc) return smem_rc;
   TensorMap map_a, map_b, map_c;
