@@ -166,7 +166,7 @@ def test_every_kernel_replays_from_a_cuda_graph(spec):
             assert bench.verify(a, b, out).ok
 
 
-def test_sm90_cluster_configs_on_odd_tile_rows():
+def test_sm90_cluster_configs_on_odd_tile_counts():
     """Clusters stack tiles in M (and N): with an odd number of M (or N) tiles a CTA of the last
     cluster has no rows (or columns), yet keeps multicasting its share of B (and A) to its peers."""
     lim = gemm.device_limits(torch.cuda.current_device())
