@@ -41,6 +41,16 @@ def test_batch_plan_reads_a_whole_batch_in_place_or_copies_it_once():
     assert cuda.tma_layout_problem(0, 2, 1, 3, 1, 1, 0) is None           # one row of one matrix
 
 
+def test_tma_l2_promotion_follows_the_rows_alignment():
+    # 4096 fp16 columns: 8192-byte rows on 128-byte boundaries; 3000 columns: 6000-byte rows.
+    assert cuda.l2_promotion_bytes(4096 * 2) == 256
+    assert cuda.l2_promotion_bytes(3000 * 2) == 128
+    assert cuda.l2_promotion_bytes(1000 * 4) == 128
+    driver, _ = cuda._bindings()  # both sizes name a promotion the driver API knows
+    for size in (128, 256):
+        getattr(driver.CUtensorMapL2promotion, f"CU_TENSOR_MAP_L2_PROMOTION_L2_{size}B")
+
+
 def test_modes_are_checked():
     a = torch.zeros(2, 4, 4, dtype=torch.float16)
     with pytest.raises(zoo.ZooError, match="mode must be one of streams, batched, grouped"):

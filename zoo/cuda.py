@@ -433,14 +433,22 @@ def _tma_strides(size: int, rows: int, cols: int, row_stride: int, matrices: int
     return stride, (matrix_stride * size if matrices > 1 else stride * rows)
 
 
+def l2_promotion_bytes(row_stride_bytes: int) -> int:
+    """How much TMA fetches into L2 per request for a map: 256 bytes where rows start on
+    128-byte boundaries, 128 where they do not (a 128-byte box row then spans two lines, and
+    256-byte fetches waste more of them: 3000^3 fp16, 6000-byte rows, went from 55% to 63% of
+    torch.mm on an H100; NOTES.md)."""
+    return 256 if row_stride_bytes % 128 == 0 else 128
+
+
 @functools.lru_cache(maxsize=256)
 def tensor_map(address: int, dtype: str, rows: int, cols: int, row_stride: int,
                box_rows: int, box_cols: int, matrices: int = 1, matrix_stride: int = 0):
     """A TMA descriptor (cuTensorMapEncodeTiled) of `matrices` row-major (rows, cols) matrices
     at `address`, `row_stride` elements per row and `matrix_stride` from one matrix to the
     next: 3-D boxes of box_rows x box_cols x 1, 128-byte swizzle, elements outside the tensor
-    read as zero. Pass it as a kernel argument typed None. Cached: it depends only on these
-    values."""
+    read as zero, L2 promotion by l2_promotion_bytes. Pass it as a kernel argument typed None.
+    Cached: it depends only on these values."""
     driver, _ = _bindings()
     if dtype not in _TMA_DTYPES:
         raise ZooError(f"TMA tensor maps of {dtype} are not supported ({', '.join(_TMA_DTYPES)})")
@@ -460,7 +468,7 @@ def tensor_map(address: int, dtype: str, rows: int, cols: int, row_stride: int,
         [driver.cuuint32_t(box_cols), driver.cuuint32_t(box_rows), driver.cuuint32_t(1)], [driver.cuuint32_t(1)] * 3,
         driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        getattr(driver.CUtensorMapL2promotion, f"CU_TENSOR_MAP_L2_PROMOTION_L2_{l2_promotion_bytes(stride)}B"),
         driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
         "cuTensorMapEncodeTiled")
     return tensor_map
