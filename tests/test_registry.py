@@ -123,6 +123,25 @@ def test_wave_cost_prefers_the_listed_tile_unless_a_later_one_fills_the_gpu():
     assert registry.pick_config(registry.SM80_GEMM, arch.offline("sm_80"), Problem(4096, 4096, 4096)).name == "256x128"
 
 
+def test_b_rows_off_32_byte_sectors_take_the_configs_cluster_twin():
+    spec = registry.SM90_GEMM
+    # 3000 fp16 columns: 6000-byte rows, 16 bytes off a sector; 384 tiles of 128x192 fill a wave.
+    assert registry.b_rows_off_sectors(Problem(3000, 3000, 3000))
+    assert registry.pick_config(spec, H100, Problem(3000, 3000, 3000)).name == "128x192ppc2"
+    assert registry.pick_config(spec, H100, Problem(8192, 1000, 8192)).name == "128x256c2"
+    # The same B in rows padded to 3008 elements, or 3008 columns: the tile itself.
+    assert registry.pick_config(spec, H100, Problem(3000, 3000, 3000, ldb=3008)).name == "128x192pp"
+    assert registry.pick_config(spec, H100, Problem(3000, 3008, 3000)).name == "128x192pp"
+    # 12000-byte rows are on sectors; under a wave of tiles, or B rows narrower than one
+    # 128-byte box row, the listed choice stands.
+    assert not registry.b_rows_off_sectors(Problem(6000, 6000, 6000))
+    assert registry.pick_config(spec, H100, Problem(1536, 1000, 4096)).name == "128x128"
+    assert not registry.b_rows_off_sectors(Problem(4096, 40, 4096))
+    # A grouped launch keeps its listed choice; the sm80 kernel has no clusters.
+    assert registry.pick_config(spec, H100, Problem(3000, 3000, 3000), (Problem(3000, 3000, 3000),) * 2).cluster_size == 1
+    assert registry.pick_config(registry.SM80_GEMM, arch.offline("sm_80"), Problem(3000, 3000, 3000)).cluster_size == 1
+
+
 def test_persistent_grid_is_capped_by_resident_clusters():
     spec, cfg = registry.SM90_GEMM, registry.SM90_GEMM.config("128x256c2")
     # 4096^2: 16 x 16 tiles, stacked in pairs along M: 128 stacks; 66 resident clusters of 2.

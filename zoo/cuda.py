@@ -433,6 +433,9 @@ def _tma_strides(size: int, rows: int, cols: int, row_stride: int, matrices: int
     return stride, (matrix_stride * size if matrices > 1 else stride * rows)
 
 
+TMA_SECTOR_BYTES = 32  # an L2 sector: TMA reads rows that start off one slowly (NOTES.md)
+
+
 def l2_promotion_bytes(row_stride_bytes: int) -> int:
     """How much TMA fetches into L2 per request for a map: 256 bytes where rows start on
     128-byte boundaries, 128 where they do not (a 128-byte box row then spans two lines, and

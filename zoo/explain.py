@@ -10,9 +10,8 @@ from dataclasses import dataclass
 from . import configs as cfgs
 from . import cuda, sass
 from .arch import ArchLimits
-from .registry import KernelSpec, Problem
+from .registry import ELEMENT_BYTES, KernelSpec, Problem
 
-ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}
 
 
 @dataclass(frozen=True)

@@ -29,10 +29,14 @@ class Problem:
     dtype: str = "float16"
     out_dtype: str = "float16"
     tf32: bool = False     # fp32 inputs may be rounded to TF32 (torch's allow_tf32)
+    ldb: int = 0           # B's row stride in elements (0: n, packed rows)
 
     @property
     def flops(self) -> int:
         return 2 * self.m * self.n * self.k
+
+
+ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}
 
 
 @dataclass(frozen=True)
@@ -523,7 +527,23 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
     costs = {c: wave_cost(spec, c, limits, problem, sum(c.tiles(p.m, p.n) for p in group) if group else None)
              for c in preferred}
     cheapest = min(costs.values())
-    return next(c for c in preferred if costs[c] <= cheapest * (1 + WAVE_SLACK))
+    chosen = next(c for c in preferred if costs[c] <= cheapest * (1 + WAVE_SLACK))
+    if spec.tma_boxes and not group and b_rows_off_sectors(problem) and \
+            chosen.tiles(problem.m, problem.n) >= limits.sm_count:
+        return next((c for c in valid if c.cluster_m == 2 and c.cluster_n == 1 and
+                     replace(c, name=chosen.name, cluster_m=chosen.cluster_m) == chosen), chosen)
+    return chosen
+
+
+def b_rows_off_sectors(problem: Problem) -> bool:
+    """Whether B's rows (at least a 128-byte TMA box row wide) start off 32-byte sectors: TMA
+    reads them slowly, unless the two CTAs of a cluster share each B tile and load half of it
+    each. On an H100, 3000^3 fp16 ran at 63-65% of torch.mm with 128x192pp and 85-88% in
+    2-CTA clusters; so pick_config takes a config's cluster twin for one GEMM (not a group)
+    whose tiles fill a wave or more."""
+    row_bytes = problem.n * ELEMENT_BYTES[problem.dtype]
+    return row_bytes >= cuda.TMA_SWIZZLE_BYTES and \
+        (problem.ldb or problem.n) * ELEMENT_BYTES[problem.dtype] % cuda.TMA_SECTOR_BYTES != 0
 
 
 def select(limits: ArchLimits, problem: Problem, *, kernel_name: str | None = None,
