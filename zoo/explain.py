@@ -13,7 +13,6 @@ from .arch import ArchLimits
 from .registry import ELEMENT_BYTES, KernelSpec, Problem
 
 
-
 @dataclass(frozen=True)
 class Explanation:
     kernel: str

@@ -519,7 +519,8 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
     arch and keep at least MIN_RESIDENT_WARPS warps per SM (all valid ones if none does), take
     the first whose wave cost is within WAVE_SLACK of the cheapest: a small problem gets the
     tile that spreads it over the most SMs, a large one the most efficient tile. For a grouped
-    launch, `group` holds all its problems and their tiles are counted together."""
+    launch, `group` holds all its problems and their tiles are counted together. One GEMM whose
+    B rows start off 32-byte sectors gets the chosen tile's 2-CTA twin (b_rows_off_sectors)."""
     valid = [c for c in spec.configs if not cfgs.problems(c, spec, limits)]
     if not valid:
         raise ZooError(f"no config of {spec.name} fits {limits.part} ({limits.arch})")
