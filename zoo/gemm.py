@@ -188,7 +188,7 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None
     device_index = a.device.index if a.device.index is not None else torch.cuda.current_device()
     limits = device_limits(device_index)
     problem = Problem(m, n, k, _dtype_name(a.dtype), _dtype_name(out_dtype), tf32_allowed(a.dtype, allow_tf32),
-                      ldb=b.stride(0) if b.stride(1) == 1 else 0)
+                      ldb=b.stride(0) if b.stride(1) == 1 and k > 1 else 0)  # one row has no stride
     spec, cfg = _select(limits, problem, kernel_name=kernel, config_name=config)
     a_read, lda = _row_major(a, spec.aligned_rows)
     b_read, ldb = _row_major(b, spec.aligned_rows)
