@@ -79,7 +79,7 @@ def row_major_plan(t: torch.Tensor, aligned: bool) -> tuple[torch.Tensor, int, t
     bytes is allocated here and the caller copies `t` into the returned view."""
     rows, cols = t.shape
     align = ALIGN_BYTES // t.element_size()
-    pad = -(-cols // align) * align if aligned else cols
+    pad = _aligned_cols(t) if aligned else cols
     ld = t.stride(0) if rows > 1 else pad  # a single row's stride is never used to address
     readable = (cols == 1 or t.stride(1) == 1) and cols <= ld <= INT32_MAX
     if readable and (not aligned or (ld % align == 0 and t.data_ptr() % ALIGN_BYTES == 0)):
@@ -97,9 +97,15 @@ def batch_plan(t: torch.Tensor) -> tuple[torch.Tensor, int, torch.Tensor | None]
     if copy_into is None and not cuda.tma_layout_problem(t.data_ptr(), t.element_size(), rows, cols, ld,
                                                          batch, _matrix_stride(t)):
         return t, ld, None
-    pad = -(-cols // (ALIGN_BYTES // t.element_size())) * (ALIGN_BYTES // t.element_size())
+    pad = _aligned_cols(t)
     buffer = torch.zeros((batch, rows, pad), dtype=t.dtype, device=t.device)
     return buffer, pad, buffer[:, :, :cols]
+
+
+def _aligned_cols(t: torch.Tensor) -> int:
+    """t's row length (its last dimension) rounded up to ALIGN_BYTES: a padded copy's row stride."""
+    align = ALIGN_BYTES // t.element_size()
+    return -(-t.shape[-1] // align) * align
 
 
 def _row_major(t: torch.Tensor, aligned: bool) -> tuple[torch.Tensor, int]:

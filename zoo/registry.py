@@ -116,8 +116,8 @@ class KernelSpec:
     def grid(self, c: cfgs.TileConfig, m: int, n: int, resident_clusters: int,
              splits: int = 1, batch: int = 1) -> tuple[int, int, int]:
         """One block per tile; a persistent kernel gets at most as many clusters as can be
-        resident at once, each walking units (stacks of cluster_m x cluster_n tiles, x splits of K, x the
-        matrices of a batch)."""
+        resident at once, each walking units (stacks of cluster_m x cluster_n tiles, x splits
+        of K, x the matrices of a batch)."""
         units = stacks(c, m, n) * splits * batch if self.persistent else c.tiles(m, n)
         return self.grid_for_units(c, units, resident_clusters)
 
