@@ -77,7 +77,7 @@ static_assert(A_CHUNKS % LOAD_THREADS == 0 && B_CHUNKS % LOAD_THREADS == 0, "eve
 static_assert(BN % (8 * VEC) == 0, "a quarter-warp stores one whole B row segment");
 static_assert(STAGES == 2 || STAGES == 3, "1 K-tile in shared memory + 1 or 2 in registers");
 static_assert(LOAD_THREADS % 32 == 0, "loader groups are whole warps");
-static_assert(SMEM_BYTES == ZOO_SMEM_BYTES, "host smem formula (zoo/registry.py) disagrees with the kernel");
+static_assert(SMEM_BYTES == ZOO_SMEM_BYTES, "host smem formula (zoo/specs/sm75_wmma.py) disagrees with the kernel");
 
 // Row and column (in halfs) of A chunk c. With BK = 32 a row is 4 chunks (64 bytes, 16 banks);
 // a quarter-warp stores rows r and r + 4, which start 4 x 80 bytes = 16 banks apart, so its 8

@@ -68,7 +68,7 @@ static_assert(BM % WARP_M == 0 && BN % WARP_N == 0, "the block splits into warp 
 static_assert(BK == 8 || BK == 16, "BK: the A swizzle below spreads 16 or 8 rows per k group");
 static_assert(BM >= 32 && BM % 32 == 0, "the A swizzle flips bits 3-4 of m inside 32-row groups");
 static_assert((BM * BK / 4) % THREADS == 0 && (BK * BN / 4) % THREADS == 0, "whole float4s per thread");
-static_assert(SMEM_BYTES == ZOO_SMEM_BYTES, "host smem formula (zoo/registry.py) disagrees with the kernel");
+static_assert(SMEM_BYTES == ZOO_SMEM_BYTES, "host smem formula (zoo/specs/simt.py) disagrees with the kernel");
 
 // Column swizzle of As for row k. A warp's transposing stores cover 32 / (BK/4) consecutive m
 // for each of the BK/4 column groups k/4; XOR-ing m by a different multiple of 128/BK per

@@ -60,7 +60,7 @@ static_assert(BN % 64 == 0, "B rows must be whole 128-byte lines");
 static_assert(STAGES >= 2, "the ring needs at least two stages");
 static_assert(KW % 2 == 0, "fragment sets alternate per k-step and must restart at set 0");
 static_assert(A_CHUNKS % THREADS == 0 && B_CHUNKS % THREADS == 0, "every thread copies whole chunks");
-static_assert(SMEM_BYTES == ZOO_SMEM_BYTES, "host smem formula (zoo/registry.py) disagrees with the kernel");
+static_assert(SMEM_BYTES == ZOO_SMEM_BYTES, "host smem formula (zoo/specs/sm80_mma.py) disagrees with the kernel");
 
 // Element offset of (row, col) in a tile whose rows are `row_chunks` 16-byte chunks wide, with
 // the chunk index XOR-swizzled inside each 128-byte line. 8 consecutive rows read at one

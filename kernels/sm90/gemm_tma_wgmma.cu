@@ -154,7 +154,7 @@ static_assert(A_SHARE_ROWS % 8 == 0 && B_SHARE_ROWS % 8 == 0 && BM % CLUSTER_N =
 static_assert(A_STAGE_BYTES % ATOM_BYTES == 0 && B_BOX_BYTES % ATOM_BYTES == 0,
               "stages and boxes must keep 1024-byte alignment");
 static_assert(CONSUMER_REGS >= M_SUBS * ACC_REGS + (TF32 ? 56 : 40), "the accumulators must fit the consumers' registers");
-static_assert(SMEM_BYTES == ZOO_SMEM_BYTES, "host smem formula (zoo/registry.py) disagrees with the kernel");
+static_assert(SMEM_BYTES == ZOO_SMEM_BYTES, "host smem formula (zoo/specs/sm90_wgmma.py) disagrees with the kernel");
 
 // Stores two adjacent outputs (row, col), (row, col + 1); `pair` when both are inside N and
 // C's element pairs are aligned for one vector store.

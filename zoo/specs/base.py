@@ -1,0 +1,133 @@
+"""What every kernel spec shares: the KernelSpec record (a kernel family's facts: source,
+eligible CCs, dtypes, configs, shared-memory formula, rules, SASS signature), the unit count of
+a persistent grid, and the rules two or more families have in common. Each family's own facts
+live in a module of its own beside this one; zoo/registry.py holds only the selection policy."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from .. import configs as cfgs
+from ..arch import device_arch
+from ..cuda import ZooError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..registry import Problem
+
+ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    name: str
+    source: Path
+    config_file: Path
+    min_cc: tuple[int, int]
+    exact_cc: tuple[int, int] | None     # arch-specific code (sm_90a) runs on one CC only
+    arch_specific: bool                  # compile for sm_XYa instead of sm_XY
+    offline_archs: tuple[str, ...]       # targets `zoo build --arch` compiles it for
+    layouts: tuple[str, ...]             # "row x row": A (M,K) and B (K,N) both row-major
+    entry: dict[tuple[str, str], str]    # (input dtype, output dtype) -> extern "C" name
+    aligned_rows: bool                   # needs 16-byte-aligned rows (cp.async, TMA); else copied
+    mma_shape: tuple[int, int, int]
+    stages: tuple[int, ...]
+    smem_bytes: Callable[[cfgs.TileConfig], int]
+    rules: Callable[[cfgs.TileConfig], list[str]]
+    sass_required: tuple[tuple[str, str], ...]   # (regex, what it proves)
+    sass_forbidden: tuple[tuple[str, str], ...]
+    description: str = ""
+    # (threads per block, how they split) for a config's tiling; warps of WARP_M x WARP_N here.
+    thread_layout: Callable[[cfgs.TileConfig], tuple[int, str]] = lambda c: (32 * c.warps, f"32 x {c.warps} warps")
+    # Registers per thread the block is launched with, when the kernel fixes it (setmaxnreg);
+    # None: assume the arch's per-thread cap until the cubin says otherwise.
+    launch_registers: Callable[[cfgs.TileConfig], int] | None = None
+    persistent: bool = False             # a grid of as many blocks as fit at once, looping over tiles
+    cluster_sizes: tuple[int, ...] = (1,)  # thread-block cluster sizes it supports (along M, and along N)
+    pingpong: bool = False               # configs may set pingpong: consumers take whole tiles in turn
+    split_k: bool = False                # can cut K into units reduced through a workspace
+    pipeline: str = ""                   # how K-tiles are staged; {stages} and {ahead} filled per config
+    # Host launchers of an nvcc build (zoo export): (input dtype, output dtype) -> extern "C"
+    # int fn(const A*, const B*, C*, int M, int N, int K, cudaStream_t). Empty: none yet.
+    exports: dict[tuple[str, str], str] = field(default_factory=dict)
+    # TMA boxes (rows, cols) of A, B and C for a config and C's element size: the kernel
+    # reads A and B through tensor maps, and stores C through one when C's rows allow it.
+    tma_boxes: Callable[[cfgs.TileConfig, int], tuple[tuple[int, int], ...]] | None = None
+    tf32: bool = False                   # rounds fp32 inputs to TF32: only where the problem allows it
+    extra_defines: dict[str, int] = field(default_factory=dict)  # -D values that select a variant
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(i for i, _ in self.entry))
+
+    def supports(self, problem: "Problem") -> bool:
+        return (problem.dtype, problem.out_dtype) in self.entry and (problem.tf32 or not self.tf32)
+
+    @functools.cached_property
+    def configs(self) -> tuple[cfgs.TileConfig, ...]:
+        return cfgs.load(self.config_file)
+
+    def config(self, name: str) -> cfgs.TileConfig:
+        for c in self.configs:
+            if c.name == name:
+                return c
+        raise ZooError(f"{self.name} has no config {name!r}; it has: "
+                       + ", ".join(c.name for c in self.configs))
+
+    def runs_on(self, cc: tuple[int, int]) -> bool:
+        return cc == self.exact_cc if self.exact_cc else cc >= self.min_cc
+
+    def eligible_ccs(self) -> str:
+        if self.exact_cc:
+            return f"{self.exact_cc[0]}.{self.exact_cc[1]} only"
+        return f">= {self.min_cc[0]}.{self.min_cc[1]}"
+
+    def compile_arch(self, cc: tuple[int, int]) -> str:
+        return device_arch(cc, self.arch_specific)
+
+    def defines(self, c: cfgs.TileConfig) -> dict[str, int]:
+        return {"ZOO_BM": c.block_m, "ZOO_BN": c.block_n, "ZOO_BK": c.block_k,
+                "ZOO_WARP_M": c.warp_m, "ZOO_WARP_N": c.warp_n, "ZOO_STAGES": c.stages,
+                "ZOO_GROUP_M": c.group_m, "ZOO_CLUSTER_M": c.cluster_m, "ZOO_CLUSTER_N": c.cluster_n,
+                "ZOO_SMEM_BYTES": self.smem_bytes(c), **({"ZOO_PINGPONG": 1} if c.pingpong else {}),
+                **self.extra_defines}
+
+    def grid(self, c: cfgs.TileConfig, m: int, n: int, resident_clusters: int,
+             splits: int = 1, batch: int = 1) -> tuple[int, int, int]:
+        """One block per tile; a persistent kernel gets at most as many clusters as can be
+        resident at once, each walking units (stacks of cluster_m x cluster_n tiles, x splits
+        of K, x the matrices of a batch)."""
+        units = stacks(c, m, n) * splits * batch if self.persistent else c.tiles(m, n)
+        return self.grid_for_units(c, units, resident_clusters)
+
+    def grid_for_units(self, c: cfgs.TileConfig, units: int, resident_clusters: int) -> tuple[int, int, int]:
+        """The grid for `units` of work: a block each, or for a persistent kernel as many
+        clusters as are resident at once (each walks units until none are left)."""
+        return ((min(units, resident_clusters) * c.cluster_size) if self.persistent else units, 1, 1)
+
+
+def stacks(c: cfgs.TileConfig, m: int, n: int) -> int:
+    """Units of work of a persistent kernel without split-K: stacks of cluster_m x cluster_n
+    tiles (one per CTA of a cluster)."""
+    return -(-m // (c.block_m * c.cluster_m)) * -(-n // (c.block_n * c.cluster_n))
+
+
+def epilogue_bytes(c: cfgs.TileConfig) -> int:
+    """fp32 strips, 16 rows x (warp_n + 8) per warp: zoo::store_strip in kernels/common."""
+    return c.warps * 16 * (c.warp_n + 8) * 4
+
+
+def tile_copy_rules(c: cfgs.TileConfig, why_block_k: str) -> list[str]:
+    """What both kernels' 16-byte tile copies need: whole chunks per thread, BK of 32 or 64,
+    and whole 128-byte (64-element) B rows."""
+    out = []
+    if c.block_k not in (32, 64):
+        out.append(f"block_k {c.block_k} must be 32 or 64 ({why_block_k})")
+    if c.block_n % 64:
+        out.append(f"block_n {c.block_n} must be a multiple of 64 (whole 128-byte B rows)")
+    for name, rows, cols in (("A", c.block_m, c.block_k), ("B", c.block_k, c.block_n)):
+        if (rows * cols // 8) % c.threads:
+            out.append(f"the {name} tile's {rows * cols // 8} 16-byte chunks do not split evenly over {c.threads} threads")
+    return out

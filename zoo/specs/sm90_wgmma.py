@@ -1,0 +1,158 @@
+"""The sm_90a TMA + wgmma kernel (kernels/sm90/gemm_tma_wgmma.cu) and its TF32 variant: shared
+memory, register split, TMA boxes, cluster rules and SASS."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .. import configs as cfgs
+from .. import cuda
+from ..cuda import KERNELS_DIR
+from .base import KernelSpec
+
+
+SM90_THREADS_PER_WARPGROUP = 128
+SM90_PRODUCER_REGS = 40       # PRODUCER_REGS in kernels/sm90/gemm_tma_wgmma.cu
+TMA_SWIZZLE_COLS = 64         # 16-bit elements in one 128-byte swizzled row
+
+
+def _sm90_consumers(c: cfgs.TileConfig) -> int:
+    """Each "warp tile" of an sm90 config is one consumer warpgroup's slice of a tile; ping-pong
+    configs have two consumers whose slice is the whole tile."""
+    return 2 if c.pingpong else c.warps
+
+
+def _sm90_threads(c: cfgs.TileConfig) -> tuple[int, str]:
+    n = _sm90_consumers(c)
+    return SM90_THREADS_PER_WARPGROUP * (1 + n), f"128 x (1 producer + {n} consumer warpgroups)"
+
+
+def _sm90_launch_registers(c: cfgs.TileConfig) -> int:
+    """LAUNCH_REGS in the kernel: the register file split evenly, in multiples of 8."""
+    return (65536 // _sm90_threads(c)[0]) // 8 * 8
+
+
+def _sm90_consumer_registers(c: cfgs.TileConfig) -> int:
+    """CONSUMER_REGS in the kernel: what the producer's setmaxnreg.dec frees, shared out."""
+    total = _sm90_launch_registers(c) * _sm90_threads(c)[0]
+    free = (total - SM90_PRODUCER_REGS * SM90_THREADS_PER_WARPGROUP) // (_sm90_consumers(c) * SM90_THREADS_PER_WARPGROUP)
+    return min(free // 8 * 8, 256)
+
+
+SM90_EPILOGUE_BOXES = 2      # EPI_BOXES: C boxes of 64 rows x 128 B staged per consumer
+SM90_EPILOGUE_ROWS = 64
+SM90_MAX_CLUSTER = 8        # CTAs in a portable thread-block cluster (the kernel asserts it too)
+
+
+def _sm90_smem_bytes(c: cfgs.TileConfig, in_bytes: int) -> int:
+    """Same formula as SMEM_BYTES in kernels/sm90/gemm_tma_wgmma.cu: 1024 B of alignment
+    slack, the ring, the consumers' C staging boxes, a full and an empty mbarrier per stage,
+    16 B of split-K flags."""
+    ring = c.stages * (c.block_m * c.block_k + c.block_k * c.block_n) * in_bytes
+    staging = _sm90_consumers(c) * SM90_EPILOGUE_BOXES * SM90_EPILOGUE_ROWS * cuda.TMA_SWIZZLE_BYTES
+    return 1024 + ring + staging + 2 * c.stages * 8 + 16
+
+
+def _sm90_smem(c: cfgs.TileConfig) -> int:
+    return _sm90_smem_bytes(c, 2)
+
+
+def _sm90_rules(c: cfgs.TileConfig) -> list[str]:
+    out = []
+    if c.block_k != TMA_SWIZZLE_COLS:
+        out.append(f"block_k {c.block_k} must be {TMA_SWIZZLE_COLS}: one 128-byte swizzled row of A per K-tile")
+    if c.pingpong:
+        if (c.warp_m, c.warp_n) != (c.block_m, c.block_n) or c.warp_m not in (64, 128):
+            out.append(f"a ping-pong consumer owns the whole tile: warp tile {c.warp_m}x{c.warp_n} must be "
+                       f"the block tile {c.block_m}x{c.block_n}, with block_m 64 or 128 (one or two wgmma m64)")
+    elif c.warp_m not in (64, 128):
+        out.append(f"warp_m {c.warp_m} must be 64 or 128: a consumer warpgroup issues one or two wgmma m64")
+    if c.warp_n not in (128, 192, 256):
+        out.append(f"warp_n {c.warp_n} must be 128, 192 or 256 (the wgmma N the kernel instantiates)")
+    if c.block_n % TMA_SWIZZLE_COLS:
+        out.append(f"block_n {c.block_n} must be a multiple of {TMA_SWIZZLE_COLS} (whole 128-byte B boxes)")
+    # Each CTA of a cluster multicasts 1/cluster_n of A's rows and 1/cluster_m of B's K rows:
+    # with clusters of at most 4 along a side, block_m (64s) and block_k 64, whole 8-row atoms.
+    if c.cluster_size > SM90_MAX_CLUSTER:
+        out.append(f"cluster {c.cluster_m}x{c.cluster_n} has more than {SM90_MAX_CLUSTER} CTAs (the portable cluster size)")
+    if c.block_m > 256:
+        out.append(f"block_m {c.block_m} > 256, the largest TMA box dimension")
+    return out + _sm90_register_rules(c, c.warp_m // 64 * c.warp_n // 2, 40, "fp32 accumulators")
+
+
+def _sm90_register_rules(c: cfgs.TileConfig, accumulators: int, others: int, what: str) -> list[str]:
+    """Two consumer warpgroups, whose registers hold `accumulators` plus `others`."""
+    if _sm90_consumers(c) != 2:
+        # With 384 threads the block is launched at 168 registers; the producer frees 128 x 128
+        # and the two consumers take exactly that. Other splits are not tuned or tested.
+        return [f"{_sm90_consumers(c)} consumer warpgroups; the kernel's register split assumes 2"]
+    if _sm90_consumer_registers(c) < accumulators + others:
+        return [f"{accumulators} {what} do not fit the consumers' {_sm90_consumer_registers(c)} registers"]
+    return []
+
+
+def _sm90_tma_boxes(c: cfgs.TileConfig, out_size: int) -> tuple[tuple[int, int], ...]:
+    """TMA boxes (rows, cols) of A, B and C: a K-tile is one 128-byte swizzled row (block_k
+    elements), so A's box is block_m rows of it and B's block_k rows of 128 bytes, each cut into
+    the shares the CTAs of a cluster multicast (1/cluster_n of A's rows, 1/cluster_m of B's);
+    C goes out in boxes of SM90_EPILOGUE_ROWS rows x 128 bytes."""
+    return ((c.block_m // c.cluster_n, c.block_k), (c.block_k // c.cluster_m, c.block_k),
+            (SM90_EPILOGUE_ROWS, cuda.TMA_SWIZZLE_BYTES // out_size))
+
+
+SM90_GEMM = KernelSpec(
+    name="sm90_gemm_tma_wgmma",
+    source=KERNELS_DIR / "sm90" / "gemm_tma_wgmma.cu",
+    config_file=cfgs.CONFIGS_DIR / "sm90_gemm_tma_wgmma.yaml",
+    min_cc=(9, 0), exact_cc=(9, 0), arch_specific=True,
+    offline_archs=("sm_90a",), layouts=("row x row",),
+    entry={("float16", "float16"): "zoo_gemm_sm90_f16_f16out",
+           ("float16", "float32"): "zoo_gemm_sm90_f16_f32out",
+           ("bfloat16", "bfloat16"): "zoo_gemm_sm90_bf16_bf16out",
+           ("bfloat16", "float32"): "zoo_gemm_sm90_bf16_f32out"},
+    aligned_rows=True, mma_shape=(64, 8, 16), stages=tuple(range(2, 9)),
+    smem_bytes=_sm90_smem, rules=_sm90_rules,
+    sass_required=((r"\bHGMMA\.", "HGMMA"), (r"\bUTMALDG\b", "UTMALDG"),
+                   (r"\bSYNCS\.", "SYNCS (mbarrier)"), (r"\bUSETMAXREG\b", "USETMAXREG"),
+                   (r"\bUTMASTG\b", "UTMASTG")),
+    sass_forbidden=((r"\b(LDL|STL)\b", "LDL/STL (local memory)"),
+                    (r"\bHMMA\.", "HMMA (the legacy tensor-core path)")),
+    description="TMA + mbarrier ring, warp-specialized producer/consumers, wgmma, persistent",
+    thread_layout=_sm90_threads, launch_registers=_sm90_launch_registers, persistent=True,
+    cluster_sizes=(1, 2, 4), split_k=True, pingpong=True,
+    exports={("float16", "float32"): "zoo_gemm_sm90", ("float16", "float16"): "zoo_gemm_sm90_half",
+             ("bfloat16", "float32"): "zoo_gemm_sm90_bf16", ("bfloat16", "bfloat16"): "zoo_gemm_sm90_bf16_bf16"},
+    pipeline="{stages}-stage TMA ring with full/empty mbarriers: the producer warpgroup runs up "
+             "to {stages} K-tiles ahead of the two consumer warpgroups, across tiles",
+    tma_boxes=_sm90_tma_boxes,
+)
+
+TF32_SWIZZLE_COLS = 32       # fp32 elements in one 128-byte swizzled row
+
+
+def _tf32_smem(c: cfgs.TileConfig) -> int:
+    return _sm90_smem_bytes(c, 4)
+
+
+def _tf32_rules(c: cfgs.TileConfig) -> list[str]:
+    out = []
+    if c.block_k != TF32_SWIZZLE_COLS:
+        out.append(f"block_k {c.block_k} must be {TF32_SWIZZLE_COLS}: one 128-byte swizzled row of fp32 A per K-tile")
+    if c.warp_n != 64:
+        out.append(f"warp_n {c.warp_n} must be 64: a consumer's wgmma m64 runs along N (the tile is transposed)")
+    if c.warp_m != c.block_m or c.warp_m not in (128, 256):
+        out.append(f"warp_m {c.warp_m} must equal block_m and be 128 or 256 (the wgmma N, along M)")
+    return out + _sm90_register_rules(c, c.warp_m // 2, 56, "fp32 accumulators and 16 fragment registers")
+
+
+# The same source built with ZOO_TF32: a variant of SM90_GEMM with its own tiles and signature.
+SM90_TF32 = replace(
+    SM90_GEMM,
+    name="sm90_gemm_tf32",
+    config_file=cfgs.CONFIGS_DIR / "sm90_gemm_tf32.yaml",
+    entry={("float32", "float32"): "zoo_gemm_sm90_tf32"},
+    mma_shape=(8, 64, 8), smem_bytes=_tf32_smem, rules=_tf32_rules,
+    sass_required=((r"\bHGMMA\.\w+\.F32\.TF32\b", "HGMMA .TF32"),) + SM90_GEMM.sass_required[1:],
+    description="TF32 wgmma on fp32 data: the sm_90a kernel computing C^T = B^T A^T, B from registers",
+    cluster_sizes=(1,), exports={}, tf32=True, extra_defines={"ZOO_TF32": 1},
+)
