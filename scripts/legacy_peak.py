@@ -33,13 +33,14 @@ def main() -> None:
             threads = 32 * warps
             out = torch.empty(sms * threads, device="cuda")
             cycles = torch.zeros(sms, dtype=torch.int64, device="cuda")
-            args = [(out.data_ptr(), cuda.POINTER), (cycles.data_ptr(), cuda.POINTER), (iters, cuda.INT32)]
+            packed = cuda.PackedArgs([(out.data_ptr(), cuda.POINTER), (cycles.data_ptr(), cuda.POINTER),
+                                      (iters, cuda.INT32)])
             start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             for _ in range(3):
-                fn.launch((sms, 1, 1), (threads, 1, 1), args, stream)
+                fn.launch((sms, 1, 1), threads, packed, stream, dev)
             start.record()
             for _ in range(20):
-                fn.launch((sms, 1, 1), (threads, 1, 1), args, stream)
+                fn.launch((sms, 1, 1), threads, packed, stream, dev)
             stop.record()
             torch.cuda.synchronize()
             ms = start.elapsed_time(stop) / 20

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import zoo
-from zoo import batched, cuda, gemm, pipeline, registry
+from zoo import ZooError, batched, cuda, gemm, pipeline, registry
 
 
 @pytest.mark.parametrize("a, b, message", [
@@ -135,3 +135,13 @@ def test_non_tensor_arguments_are_errors_not_tracebacks():
     a = torch.zeros(2, 4, 4, dtype=torch.float16)
     with pytest.raises(zoo.ZooError, match="out must be a"):
         zoo.bmm(a, a, out=[1, 2])
+
+
+def test_bmm_takes_the_output_dtype_from_out():
+    """Review item 4: fp16 inputs with an fp32 out are an fp32-out call, as in zoo.mm (on the
+    CPU it then fails only for the device)."""
+    a, b = torch.ones(2, 4, 4, dtype=torch.float16), torch.ones(2, 4, 4, dtype=torch.float16)
+    with pytest.raises(ZooError, match="inputs must be CUDA tensors"):
+        zoo.bmm(a, b, out=torch.empty(2, 4, 4, dtype=torch.float32))
+    with pytest.raises(ZooError, match="inputs must be CUDA tensors"):
+        zoo.bmm(list(a), list(b), out=[torch.empty(4, 4, dtype=torch.float32)] * 2)

@@ -156,3 +156,29 @@ def test_legacy_peak_microbenchmark_is_pure_hmma(target):
         loop = sass.opcode_counts(text[text.index(" HMMA"):text.rindex(" HMMA")])
         assert sum(v for op, v in loop.items() if op.startswith("HMMA")) >= 64
         assert not any(op.startswith(("LD", "ST")) for op in loop), loop
+
+
+def test_export_rebuilds_a_truncated_library_and_names_the_nvcc_version(tmp_path, monkeypatch):
+    """Review item 9: a library of the right name but cut short is built again, and another
+    nvcc version gives another name (a fake nvcc stands in for the real one)."""
+    from zoo import export
+    calls = tmp_path / "calls"
+    nvcc = tmp_path / "bin" / "nvcc"
+    nvcc.parent.mkdir()
+    nvcc.write_text('#!/bin/sh\nif [ "$1" = --version ]; then echo "release ${FAKE_NVCC:-12.8}"; exit 0; fi\n'
+                    f'echo x >> {calls}\nwhile [ $# -gt 1 ]; do shift; done\n'
+                    'for last; do :; done\nprintf "\\177ELF library" > "$last"\n')
+    nvcc.chmod(0o755)
+    monkeypatch.setattr(export, "nvcc_path", lambda: str(nvcc))
+    spec = registry.SM75_HGEMM
+    lim = arch.offline("sm_75")
+    first = export.build_shared_library(spec, spec.configs[0], lim, tmp_path / "out")
+    assert first.read_bytes() == b"\x7fELF library"
+    assert export.build_shared_library(spec, spec.configs[0], lim, tmp_path / "out") == first
+    assert calls.read_text().count("x") == 1, "a whole library is reused"
+    first.write_bytes(b"\x7fEL")  # truncated
+    assert export.build_shared_library(spec, spec.configs[0], lim, tmp_path / "out") == first
+    assert first.read_bytes() == b"\x7fELF library" and calls.read_text().count("x") == 2
+    monkeypatch.setenv("FAKE_NVCC", "13.0")
+    assert export.build_shared_library(spec, spec.configs[0], lim, tmp_path / "out") != first
+    assert not list((tmp_path / "out").glob(".*.tmp"))

@@ -55,3 +55,104 @@ def test_compile_error_carries_the_nvrtc_log(cache_dir, tmp_path):
 def test_an_arch_this_nvrtc_cannot_target_is_a_clear_error(cache_dir):
     with pytest.raises(ZooError, match=r"NVRTC \d+\.\d+ cannot compile for sm_99"):
         cuda.compile_cubin(SPEC.source, "sm_99", DEFINES)
+
+
+# ----------------------------------------------------------------------------- a cache that runs only what it made
+
+OTHER = dict(DEFINES, ZOO_GROUP_M=4)
+
+
+def test_an_entry_copied_over_another_is_not_loaded(cache_dir):
+    mine = cuda.compile_cubin(SPEC.source, "sm_75", DEFINES)
+    other = cuda.compile_cubin(SPEC.source, "sm_75", OTHER)
+    (mine_entry,) = cache_dir.glob(f"*{mine.key[:32]}.cubin")
+    (other_entry,) = cache_dir.glob(f"*{other.key[:32]}.cubin")
+    other_entry.write_bytes(mine_entry.read_bytes())  # a valid cubin, under another key
+    again = cuda.compile_cubin(SPEC.source, "sm_75", OTHER)
+    assert not again.from_cache and again.image == other.image
+
+
+def test_a_new_cache_folder_is_private(cache_dir):
+    cuda.compile_cubin(SPEC.source, "sm_75", DEFINES)
+    assert cache_dir.stat().st_mode & 0o777 == 0o700
+
+
+def test_a_folder_others_can_write_is_refused(cache_dir, capsys):
+    cache_dir.mkdir(mode=0o777)
+    cache_dir.chmod(0o777)
+    first = cuda.compile_cubin(SPEC.source, "sm_75", DEFINES)
+    (cache_dir / "planted.cubin").write_bytes(b"x")
+    assert not cuda.compile_cubin(SPEC.source, "sm_75", DEFINES).from_cache and not first.from_cache
+    assert list(cache_dir.glob("*-sm_75-*.cubin")) == []
+    assert "others can write to it" in capsys.readouterr().err
+
+
+def test_a_folder_of_another_user_is_refused(cache_dir, monkeypatch, capsys):
+    cache_dir.mkdir(mode=0o700)
+    owner = cache_dir.stat().st_uid
+    monkeypatch.setattr(cuda.os, "getuid", lambda: owner + 1)
+    cuda._warned.clear()
+    assert not cuda.compile_cubin(SPEC.source, "sm_75", DEFINES).from_cache
+    assert not cuda.compile_cubin(SPEC.source, "sm_75", DEFINES).from_cache
+    err = capsys.readouterr().err
+    assert f"belongs to user id {owner}" in err and err.count("not using the kernel cache") == 1
+
+
+def _no_home():
+    raise RuntimeError("Could not determine home directory.")
+
+
+def test_no_home_compiles_in_memory(monkeypatch, capsys):
+    for var in ("ZOO_CACHE_DIR", "XDG_CACHE_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(cuda.Path, "home", staticmethod(_no_home))
+    cuda._warned.clear()
+    assert cuda.compile_cubin(SPEC.source, "sm_75", DEFINES).image[:4] == b"\x7fELF"
+    assert "no home folder" in capsys.readouterr().err
+
+
+def test_xdg_cache_home_needs_no_home(monkeypatch, tmp_path):
+    monkeypatch.delenv("ZOO_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(cuda.Path, "home", staticmethod(_no_home))
+    cuda.compile_cubin(SPEC.source, "sm_75", DEFINES)
+    assert cuda.compile_cubin(SPEC.source, "sm_75", DEFINES).from_cache
+    assert len(list((tmp_path / "zoo").glob("*.cubin"))) == 1
+
+
+def test_no_cache_wanted_never_looks_for_one(monkeypatch):
+    def fail():
+        raise AssertionError("cache_dir() called with use_cache=False")
+    monkeypatch.setattr(cuda, "cache_dir", fail)
+    assert not cuda.compile_cubin(SPEC.source, "sm_75", DEFINES, use_cache=False).from_cache
+
+
+def test_a_failed_write_leaves_no_temp_file(cache_dir, monkeypatch, capsys):
+    def full(*_):
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(cuda.os, "replace", full)
+    cuda._warned.clear()
+    cuda.compile_cubin(SPEC.source, "sm_75", DEFINES)
+    assert list(cache_dir.iterdir()) == []
+    assert "cannot write to the kernel cache" in capsys.readouterr().err
+
+
+def test_key_covers_the_cuda_headers_the_headers_include(tmp_path):
+    inc = tmp_path / "include"
+    (inc / "crt").mkdir(parents=True)
+    files = {"mma.h": '#include "crt/mma.h"\n', "crt/mma.h": '#include "mma.hpp"\n#include <stdint.h>\n',
+             "crt/mma.hpp": "// wmma\n", "cuda_fp16.h": '#include "cuda_fp16.hpp"\n',
+             "cuda_fp16.hpp": "// half\n", "cuda_bf16.h": "// bf16\n",
+             "cuda_runtime_api.h": "#define CUDART_VERSION 13000\n"}
+    for name, text in files.items():
+        (inc / name).write_text(text)
+
+    def digest():
+        cuda._cuda_headers_digest.cache_clear()
+        return cuda._cuda_headers_digest((inc,))
+    keys = {digest()}
+    for name, text in (("crt/mma.hpp", "// wmma 2\n"), ("cuda_fp16.hpp", "// half 2\n"),
+                       ("cuda_runtime_api.h", "#define CUDART_VERSION 13010\n")):
+        (inc / name).write_text(text)
+        keys.add(digest())
+    assert len(keys) == 4

@@ -3,6 +3,7 @@ import pytest
 import torch
 
 import zoo
+from zoo import overlap
 
 H = torch.float16
 
@@ -72,8 +73,59 @@ def test_out_checks_need_no_gpu():
     with pytest.raises(zoo.ZooError, match="out must be a torch.Tensor, got list"):
         zoo.mm(a, b, out=[1])
     with pytest.raises(zoo.ZooError, match="out must not overlap a or b"):
-        zoo.gemm._check_out(a, a, b, 4, 4, H)
-    assert not zoo.gemm._overlaps(torch.ones(4, 4, dtype=H), a)
+        zoo.gemm._mm_near_out(a, b, a, {})
+    assert not overlap.share_elements(torch.ones(4, 4, dtype=H), a)
+
+
+def test_out_that_autograd_tracks_is_refused_as_torch_mm_does():
+    """Review item 1: the kernel writes out behind autograd's back; torch.mm(out=y) raises
+    when y (or a, b) requires grad in grad mode, and so must zoo.mm, before any launch."""
+    x = torch.ones(4, 4, requires_grad=True)
+    y = x * 1
+    a = torch.ones(4, 4)
+    with pytest.raises(RuntimeError, match="out=... arguments don't support automatic differentiation"):
+        torch.mm(a, a, out=y)
+    with pytest.raises(zoo.ZooError, match="does not support automatic differentiation"):
+        zoo.mm(a, a, out=y)
+    with pytest.raises(zoo.ZooError, match="does not support automatic differentiation"):
+        zoo.mm(x, a, out=torch.empty(4, 4))
+    with torch.no_grad():  # allowed there, as torch.mm; then the CPU device is what is wrong
+        with pytest.raises(zoo.ZooError, match="inputs must be CUDA tensors"):
+            zoo.mm(a, a, out=y)
+
+
+def _bytes_of(t: torch.Tensor) -> set[int]:
+    size = t.element_size()
+    offsets = torch.zeros((), dtype=torch.int64)
+    for n, st in zip(t.shape, t.stride()):
+        offsets = offsets.unsqueeze(-1) + torch.arange(n) * st
+    return {(t.storage_offset() + int(o)) * size + i for o in offsets.flatten() for i in range(size)}
+
+
+def test_views_that_share_no_element_are_told_apart():
+    """Review item 3: interleaved views (columns of one buffer, the matrices of a transposed
+    batch) share no element though their byte spans cross; checked against the bytes."""
+    buf = torch.empty(8, 64, dtype=H)
+    assert overlap.share_elements(buf[:, 32:], buf[:, :32]) is False
+    assert overlap.share_elements(buf[:, 31:], buf[:, :32]) is True
+    batch = torch.empty(5, 3, 4, dtype=H).transpose(0, 1)  # (3, 5, 4), matrices interleaved
+    assert overlap.first_overlap(list(batch.unbind(0)), []) is None
+    assert overlap.first_overlap(list(batch.unbind(0)), [batch[1][:, 2:]]) == 1
+    gen = torch.Generator().manual_seed(3)
+    flat = torch.empty(4096, dtype=H)
+    draws = {True: 0, False: 0, None: 0}
+    for _ in range(2000):
+        def view():
+            r, c = (int(v) for v in torch.randint(1, 7, (2,), generator=gen))
+            spare, off = (int(v) for v in torch.randint(0, 9, (2,), generator=gen))
+            if int(torch.randint(0, 2, (1,), generator=gen)):
+                return flat.as_strided((r, c), (c + spare, 1), off)
+            return flat.as_strided((r, c), (1, r + spare), off)  # column-major
+        x, y = view(), view()
+        got = overlap.share_elements(x, y)
+        draws[got] += 1
+        assert got is None or got == bool(_bytes_of(x) & _bytes_of(y)), (x.stride(), y.stride())
+    assert draws[True] and draws[False]
 
 
 def test_bmm_overlap_sweep_agrees_with_the_pairwise_check():
@@ -90,16 +142,16 @@ def test_bmm_overlap_sweep_agrees_with_the_pairwise_check():
         outs = [view() for _ in range(int(torch.randint(1, 5, (1,), generator=gen)))]
         ins = [view() for _ in range(int(torch.randint(0, 5, (1,), generator=gen)))]
         pairwise = [i for i, o in enumerate(outs) if o.numel() and (
-            any(zoo.gemm._overlaps(o, t) for t in ins) or
-            any(zoo.gemm._overlaps(o, p) for j, p in enumerate(outs) if j != i))]
-        found = zoo.gemm.first_overlap(outs, ins)
+            any(_bytes_of(o) & _bytes_of(t) for t in ins) or
+            any(_bytes_of(o) & _bytes_of(p) for j, p in enumerate(outs) if j != i))]
+        found = overlap.first_overlap(outs, ins)
         assert (found is None) == (not pairwise) and (found is None or found in pairwise)
         outcomes.add(found is None)
     assert outcomes == {True, False}  # both disjoint and clashing layouts were drawn
     shared = torch.empty(8, 8, dtype=H)
-    assert zoo.gemm.first_overlap([shared, shared], []) == 0
-    assert zoo.gemm.first_overlap([buf[:64], buf[64:128]], [buf[:32], buf[:32]]) == 0
-    assert zoo.gemm.first_overlap([buf[:64], buf[64:128]], [buf[200:300], buf[250:260]]) is None
+    assert overlap.first_overlap([shared, shared], []) == 0
+    assert overlap.first_overlap([buf[:64], buf[64:128]], [buf[:32], buf[:32]]) == 0
+    assert overlap.first_overlap([buf[:64], buf[64:128]], [buf[200:300], buf[250:260]]) is None
 
 
 def test_sizes_past_int32_are_refused():

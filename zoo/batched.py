@@ -12,12 +12,14 @@ graph=True captures the chosen mode once per set of buffers and replays it after
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 
 import torch
 
-from . import bench, gemm, registry
+from . import bench, gemm, overlap, registry
 from .cuda import ZooError
 
 MODES = ("streams", "batched", "grouped")
@@ -43,6 +45,7 @@ class _Plan:
     table: torch.Tensor | None = None
     units: int = 0
     launch: gemm.Launch | None = None  # the one-launch modes' launch, worked out once
+    launches: list | None = None       # the streams mode's launches, one per GEMM
 
 
 _tables: OrderedDict = OrderedDict()
@@ -51,8 +54,13 @@ _replays: OrderedDict = OrderedDict()  # (launch, table) of eager calls with `ou
 _stream_pools: dict[int, list[torch.cuda.Stream]] = {}
 
 
+def _layout(t: torch.Tensor) -> tuple:
+    """What a launch worked out for `t` depends on: its address, shape, strides, dtype, device."""
+    return t.data_ptr(), t.shape, t.stride(), t.dtype, t.device
+
+
 def _key(tensors) -> tuple:
-    return tuple(gemm._layout(t) for t in tensors)
+    return tuple(_layout(t) for t in tensors)
 
 
 def _ident(x) -> tuple | None:
@@ -147,11 +155,13 @@ def _run(plan: _Plan, mode: str, streams: int | None) -> None:
         pool = _pool(plan.device_index, streams or len(plan.problems))
         ready = current.record_event()
         done = []
+        if plan.launches is None:
+            plan.launches = [gemm.plan_launch(plan.spec, plan.cfg, plan.device_index, *p) for p in plan.problems]
         for i, (a, b, c, k, lda, ldb) in enumerate(plan.problems):
             side = pool[i % len(pool)]
             side.wait_event(ready)
             with torch.cuda.stream(side):
-                gemm.launch(plan.spec, plan.cfg, plan.device_index, a, b, c, k, lda, ldb)
+                plan.launches[i].fire()
             for t in (a, b, c):  # the caching allocator must not hand these out before side is done
                 t.record_stream(side)
             done.append(side.record_event())
@@ -186,9 +196,12 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
     mode: "batched" (default for tensors) or "grouped" (default for lists): one launch for
     all GEMMs (the same launch; the names say which inputs they take); "streams": one launch
     per GEMM over `streams` CUDA streams (default: one per GEMM, at most MAX_STREAMS).
-    graph=True replays a CUDA graph captured on the first call with these buffers: its
-    output is the same tensor each time (pass `out` to choose it). out_dtype, kernel and
-    config as in zoo.mm; `out` is a (B, M, N) tensor or a list matching the inputs.
+    graph=True: the first call with these buffers runs eagerly; the second captures a CUDA
+    graph (on a stream of the inputs' device), which later calls with the same buffers replay:
+    from the second call on the output is the same tensor each time (pass `out` to choose it).
+    The graph is dropped when any of those buffers is freed, so calls with fresh tensors each
+    time hold no memory and never capture. out_dtype, kernel and config as in zoo.mm (`out`'s
+    dtype when given); `out` is a (B, M, N) tensor or a list matching the inputs.
     Eager one-launch calls with `out` keep their worked-out launch: a later call with the
     same buffers (pointers, shapes, strides, dtypes; any contents) and arguments replays it.
     """
@@ -200,16 +213,25 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
     if not graph and out is not None:
         cached = _replays.get(key)
         if cached is not None:
+            outs = [out] if isinstance(out, torch.Tensor) else list(out)
+            gemm.check_no_grad_out(*outs, *_tensors(a), *_tensors(b))
             _fire(*cached)
+            _bump(outs)
             return out
     out_given = out is not None
     a_list, b_list, batched = _as_lists(a, b)
-    if graph:
-        key += (torch.cuda.current_stream().cuda_stream,)
+    if graph and a_list:
+        device_index = _device_index(a_list[0])
+        key += (device_index, gemm.current_stream(device_index))
         cached = _graphs.get(key)
         if cached is not None:
-            cached[0].replay()
-            return out if out is not None else cached[1]
+            if out_given:
+                gemm.check_no_grad_out(*_tensors(out), *a_list, *b_list)
+            with torch.cuda.device(device_index):  # replay on that device's current stream
+                cached.graph.replay()
+            if out_given:
+                _bump(_tensors(out))
+            return out if out_given else cached.out
 
     mode = mode or ("batched" if batched else "grouped")
     if mode not in MODES:
@@ -226,6 +248,8 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
             out_dtype = gemm.check_inputs(a.new_empty(a.shape[1:]), b.new_empty(b.shape[1:]), out_dtype)
             return out if out is not None else torch.empty((0, a.shape[1], b.shape[2]), dtype=out_dtype, device=a.device)
         return out if out is not None else []
+    if out_dtype is None and out is not None:  # as zoo.mm: out's dtype is the output dtype
+        out_dtype = (out if isinstance(out, torch.Tensor) else out[0]).dtype if len(out) else None
     out_dtype = gemm.check_inputs(a_list[0], b_list[0], out_dtype)
     for x, y in zip(a_list[1:], b_list[1:]):
         gemm.check_inputs(x, y, out_dtype)
@@ -240,9 +264,11 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
         raise ZooError(f"out holds {len(outs)} results for {len(a_list)} GEMMs")
     for o, x, y in zip(outs, a_list, b_list):
         gemm._check_out(o, x, y, x.shape[0], y.shape[1], out_dtype)
-    # One launch writes every output while reading every input: none may overlap another GEMM's.
-    # (NOTE: checking every pair took ~65% of an eager call's host time for 10 GEMMs.)
-    clash = gemm.first_overlap(outs, a_list + b_list)
+    if out_given:
+        gemm.check_no_grad_out(*a_list, *b_list, *outs)
+    # One launch writes every output while reading every input: none may share an element with
+    # another GEMM's. (NOTE: checking every pair took ~65% of an eager call's host time for 10 GEMMs.)
+    clash = overlap.first_overlap(outs, a_list + b_list)
     if clash is not None:
         raise ZooError(f"out[{clash}] overlaps another GEMM's input or output; every output needs its own memory")
     # Empty results need nothing; K = 0 gives zeros (with the launch); the rest go to the kernel.
@@ -264,11 +290,64 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
     # first (the launch and its table; not the plan, which holds the caller's tensors).
     if not graph and out_given and plan.launch is not None and not plan.copies and not plan.zeros:
         gemm.remember(_replays, key, (plan.launch, plan.table), _REPLAYS_KEPT)
+    if out_given:
+        _bump(outs)
     if graph:
-        torch.cuda.current_stream(device).synchronize()
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            _run(plan, mode, streams)
-        # The plan: the copy buffers and the table the graph reads.
-        gemm.remember(_graphs, key, (g, out, plan), _GRAPHS_KEPT)
+        _graph_call(key, plan, mode, streams, [a, b] + ([out] if out_given else []), None if out_given else out)
     return out  # computed by the eager run above; later calls replay the graph
+
+
+def _tensors(x) -> list[torch.Tensor]:
+    return [x] if isinstance(x, torch.Tensor) else [t for t in x if isinstance(t, torch.Tensor)]
+
+
+def _bump(outs) -> None:
+    """Tell autograd the outputs were written (as torch's out= ops do)."""
+    for o in outs:
+        torch.autograd.graph.increment_version(o)
+
+
+def _device_index(t: torch.Tensor) -> int:
+    return t.device.index if t.device.index is not None else torch.cuda.current_device()
+
+
+@dataclass
+class _Graph:
+    graph: torch.cuda.CUDAGraph
+    out: object                # the output bmm allocated (None: the caller's `out`)
+    keep: tuple                # what the graph reads besides the caller's buffers: copies, table
+
+
+_seen: OrderedDict = OrderedDict()     # graph keys met once: the next call with them captures
+_capture_lock = threading.Lock()       # one capture at a time in this process
+_capture_streams: dict[int, torch.cuda.Stream] = {}
+
+
+def _forget(key) -> None:
+    """A buffer of a graph key was freed: its graph (and the memory it holds) goes too."""
+    _graphs.pop(key, None)
+    _seen.pop(key, None)
+
+
+def _graph_call(key, plan: _Plan, mode: str, streams: int | None, callers: list, own_out) -> None:
+    """After the eager run of a graph=True call: remember its buffers on first sight, capture
+    on the second. Neither holds the caller's tensors: each entry goes when one of them is
+    freed (a finalizer on its storage)."""
+    if key not in _seen and key not in _graphs:
+        gemm.remember(_seen, key, True, _GRAPHS_KEPT)
+        for t in {id(s): s for x in callers for s in (t.untyped_storage() for t in _tensors(x))}.values():
+            weakref.finalize(t, _forget, key)
+        return
+    device_index = plan.device_index
+    with _capture_lock, torch.cuda.device(device_index):
+        stream = _capture_streams.get(device_index)
+        if stream is None:
+            stream = _capture_streams[device_index] = torch.cuda.Stream(device=device_index)
+        stream.wait_stream(torch.cuda.current_stream(device_index))
+        g = torch.cuda.CUDAGraph()
+        # thread_local: other threads' CUDA calls neither break this capture nor fail for it.
+        with torch.cuda.graph(g, stream=stream, capture_error_mode="thread_local"):
+            _run(plan, mode, streams)
+    _seen.pop(key, None)
+    keep = ([dst for dst, _ in plan.copies], plan.table, plan.launch, plan.launches)
+    gemm.remember(_graphs, key, _Graph(g, own_out, keep), _GRAPHS_KEPT)

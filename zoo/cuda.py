@@ -7,6 +7,7 @@ device attributes, and the translation of every CUresult / nvrtcResult into a Zo
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import hashlib
@@ -19,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
-CACHE_FORMAT = b"zoo-cubin-v1"
+CACHE_FORMAT = b"zoo-cubin-v2"
 
 
 class ZooError(Exception):
@@ -128,10 +129,88 @@ def _included_sources(path: Path, seen: dict[Path, bytes] | None = None) -> dict
     return seen
 
 
-def cache_dir() -> Path:
+@functools.lru_cache(maxsize=8)
+def _cuda_headers_digest(includes: tuple[Path, ...]) -> bytes:
+    """A hash of the CUDA headers the kernels include and every header those include in turn
+    (cuda_fp16.hpp, crt/mma.hpp, ...), found in the include folders, with the folders' CUDA
+    version: a wheel upgrade that changes any of them changes the cache key."""
+    def find(name: str, near: Path | None) -> Path | None:
+        places = ([near] if near else []) + list(includes)
+        return next((d / name for d in places if (d / name).is_file()), None)
+
+    digest = hashlib.sha256()
+    seen: set[Path] = set()
+    todo = [(name, find(name, None)) for name in CUDA_HEADERS]
+    while todo:
+        name, path = todo.pop()
+        if path is None:  # a system header (<stdint.h>): not CUDA's to change
+            continue
+        path = path.resolve()
+        if path in seen:
+            continue
+        seen.add(path)
+        text = path.read_bytes()
+        digest.update(name.encode() + hashlib.sha256(text).digest())
+        for inc in re.findall(rb'^\s*#\s*include\s+[<"]([^>"]+)[>"]', text, flags=re.M):
+            todo.append((inc.decode(), find(inc.decode(), path.parent)))
+    for d in includes:
+        version = d / "cuda_runtime_api.h"
+        if version.is_file():
+            found = re.search(rb"#define\s+CUDART_VERSION\s+(\d+)", version.read_bytes())
+            digest.update(found.group(1) if found else b"?")
+    return digest.digest()
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(message: str) -> None:
+    if message not in _warned:
+        _warned.add(message)
+        print(f"zoo: {message}", file=sys.stderr)
+
+
+def cache_dir() -> Path | None:
+    """The folder of compiled cubins: $ZOO_CACHE_DIR, else $XDG_CACHE_HOME/zoo, else
+    ~/.cache/zoo; None (compile in memory, said once) when no home can be found."""
     if os.environ.get("ZOO_CACHE_DIR"):
         return Path(os.environ["ZOO_CACHE_DIR"])
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "zoo"
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"]) / "zoo"
+    try:
+        return Path.home() / ".cache" / "zoo"
+    except RuntimeError:  # no HOME and no passwd entry
+        _warn_once("no home folder to keep compiled kernels in; compiling in memory "
+                   "(set ZOO_CACHE_DIR to keep them)")
+        return None
+
+
+def _private_cache() -> Path | None:
+    """cache_dir(), made 0700 if new; None (and a note, once) when it cannot be used safely:
+    a cubin in it is loaded and run, so it must be ours and writable by nobody else."""
+    folder = cache_dir()
+    if folder is None:
+        return None
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            pass
+        info = folder.stat()
+    except OSError as exc:
+        _warn_once(f"cannot use the kernel cache {folder} ({exc.strerror}); compiling in memory")
+        return None
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        _warn_once(f"not using the kernel cache {folder}: it belongs to user id {info.st_uid}, not to "
+                   f"you ({os.getuid()}), and its cubins would run as your code; compiling in memory "
+                   "(set ZOO_CACHE_DIR to a folder of your own)")
+        return None
+    if info.st_mode & 0o022:
+        _warn_once(f"not using the kernel cache {folder}: others can write to it (mode "
+                   f"{info.st_mode & 0o777:o}); compiling in memory (chmod 700 it, or set ZOO_CACHE_DIR)")
+        return None
+    return folder
 
 
 @dataclass(frozen=True)
@@ -148,7 +227,7 @@ def compile_cubin(source: Path, arch: str, defines: dict[str, int | str] | None 
     """Compile a kernel source to a cubin for `arch` (e.g. "sm_75", "sm_90a").
 
     The cache key hashes the source, every zoo header it includes, the CUDA headers it
-    includes, the options, the NVRTC version and the arch.
+    includes (transitively) and their version, the options, the NVRTC version and the arch.
     """
     _, nvrtc = _bindings()
     ctx = {"kernel": kernel, "config": config}
@@ -169,18 +248,16 @@ def compile_cubin(source: Path, arch: str, defines: dict[str, int | str] | None 
     for path, text in sorted(sources.items()):
         digest.update(path.name.encode())
         digest.update(hashlib.sha256(text).digest())
-    # CUDA's own headers can change under one path (wheel upgrades): hash the ones we include.
-    for header in CUDA_HEADERS:
-        path = next((d / header for d in includes if (d / header).is_file()), None)
-        digest.update(header.encode() + (hashlib.sha256(path.read_bytes()).digest() if path else b"-"))
+    digest.update(_cuda_headers_digest(tuple(includes)))
     # Include paths are checkout-specific; what they point at is hashed above.
     portable = [o for o in options if not o.startswith("-I")]
     digest.update(repr((portable, version, arch)).encode())
     key = digest.hexdigest()
 
-    entry = cache_dir() / f"{Path(source).stem}-{arch}-{key[:32]}.cubin"
-    if use_cache:
-        image = _read_cache(entry)
+    folder = _private_cache() if use_cache else None
+    entry = folder / f"{Path(source).stem}-{arch}-{key[:32]}.cubin" if folder else None
+    if entry is not None:
+        image = _read_cache(entry, key)
         if image is not None:
             return Cubin(image, arch, key, True)
 
@@ -202,33 +279,47 @@ def compile_cubin(source: Path, arch: str, defines: dict[str, int | str] | None 
         _check(nvrtc.nvrtcGetCUBIN(prog, image), "nvrtcGetCUBIN", **ctx)
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
-    if use_cache:
-        _write_cache(entry, image)
+    if entry is not None:
+        _write_cache(entry, key, image)
     return Cubin(bytes(image), arch, key, False)
 
 
-def _read_cache(entry: Path) -> bytes | None:
-    """A cached cubin, or None when missing or corrupt (then it is rebuilt)."""
+def _entry_header(key: str, image: bytes) -> bytes:
+    """An entry's first line: the format, the key it was stored under, its image's hash. An
+    entry copied over another (or planted) has the wrong key and is not loaded."""
+    return CACHE_FORMAT + b" " + key.encode() + b" " + hashlib.sha256(image).hexdigest().encode()
+
+
+def _read_cache(entry: Path, key: str) -> bytes | None:
+    """A cached cubin, or None when missing, corrupt or stored under another key (then it is
+    rebuilt)."""
     try:
         blob = entry.read_bytes()
     except OSError:
         return None
     header, _, image = blob.partition(b"\n")
-    if header != CACHE_FORMAT + b" " + hashlib.sha256(image).hexdigest().encode():
+    if header != _entry_header(key, image):
         return None
     return image
 
 
-def _write_cache(entry: Path, image: bytes) -> None:
-    """Atomic: write a temp file in the same folder, then rename over the entry."""
+def _write_cache(entry: Path, key: str, image: bytes) -> None:
+    """Atomic: write a temp file in the same folder, then rename over the entry; a failed
+    write leaves no temp file behind and only costs a recompile next time (said once)."""
+    tmp = None
     try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-", suffix=".cubin")
         with os.fdopen(fd, "wb") as f:
-            f.write(CACHE_FORMAT + b" " + hashlib.sha256(image).hexdigest().encode() + b"\n" + image)
+            f.write(_entry_header(key, image) + b"\n" + image)
         os.replace(tmp, entry)
-    except OSError:
-        pass  # an unwritable cache only costs a recompile next time
+        tmp = None
+    except OSError as exc:
+        _warn_once(f"cannot write to the kernel cache {entry.parent} ({exc.strerror}); "
+                   "kernels are compiled again in each process")
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
 
 
 # ----------------------------------------------------------------------------- driver
@@ -245,18 +336,42 @@ def driver_version() -> tuple[int, int]:
     return v // 1000, (v % 1000) // 10
 
 
-def ensure_context(device_index: int):
-    """Make the device's primary context (the one torch uses) current on this thread."""
-    driver, _ = _bindings()
-    with _lock:
-        ctx = _contexts.get(device_index)
-        if ctx is None:
-            _check(driver.cuInit(0), "cuInit")
-            dev = _check(driver.cuDeviceGet(device_index), "cuDeviceGet")
-            ctx = _check(driver.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
-            _contexts[device_index] = ctx
-    _check(driver.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+def primary_context(device_index: int):
+    """The device's primary context (the one torch uses), retained once."""
+    ctx = _contexts.get(device_index)
+    if ctx is None:
+        driver, _ = _bindings()
+        with _lock:
+            ctx = _contexts.get(device_index)
+            if ctx is None:
+                _check(driver.cuInit(0), "cuInit")
+                dev = _check(driver.cuDeviceGet(device_index), "cuDeviceGet")
+                ctx = _check(driver.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+                _contexts[device_index] = ctx
     return ctx
+
+
+@contextlib.contextmanager
+def device_context(device_index: int):
+    """The device's primary context current on this thread for the block: pushed (and popped
+    after) only when another one is current, so a caller's own context is left as it was."""
+    driver, _ = _bindings()
+    ctx = primary_context(device_index)
+    current = _check(driver.cuCtxGetCurrent(), "cuCtxGetCurrent")
+    if int(current) == int(ctx):
+        yield ctx
+        return
+    _check(driver.cuCtxPushCurrent(ctx), "cuCtxPushCurrent")
+    try:
+        yield ctx
+    finally:
+        _check(driver.cuCtxPopCurrent(), "cuCtxPopCurrent")
+
+
+def current_context() -> int:
+    """The handle of the context current on this thread (0: none)."""
+    driver, _ = _bindings()
+    return int(_check(driver.cuCtxGetCurrent(), "cuCtxGetCurrent"))
 
 
 def device_attributes(device_index: int) -> dict[str, int]:
@@ -322,17 +437,29 @@ class Function:
         self._configs[key] = config
         return config
 
-    def launch(self, grid: tuple[int, int, int], block: tuple[int, int, int],
-               args: list[tuple[object, type | None]], stream: int, cluster: int = 1) -> None:
-        """cuLaunchKernelEx on `stream`, in thread-block clusters of `cluster` blocks along x
-        when it is above 1. An argument typed None is passed by address (a tensor map from
-        tensor_map, 128 bytes by value)."""
+    def launch(self, grid: tuple[int, int, int], threads: int, args: "PackedArgs", stream: int,
+               device_index: int, cluster: int = 1) -> None:
+        """Launch on `stream` with arguments packed once (PackedArgs), in thread-block
+        clusters of `cluster` blocks along x when it is above 1, in the device's primary
+        context (a caller's own current context is restored after)."""
         driver, _ = _bindings()
-        values = tuple(v for v, _ in args)
-        types = tuple(t for _, t in args)
-        _check(driver.cuLaunchKernelEx(self._config(grid, block, stream, cluster), self.handle,
-                                       (values, types), 0),
-               "cuLaunchKernelEx", **self.ctx)
+        ctx = _contexts.get(device_index) or primary_context(device_index)
+        current = driver.cuCtxGetCurrent()[1]
+        pushed = int(current) != int(ctx)
+        if pushed:
+            _check(driver.cuCtxPushCurrent(ctx), "cuCtxPushCurrent")
+        try:
+            if cluster > 1:
+                status = driver.cuLaunchKernelEx(self._config(grid, (threads, 1, 1), stream, cluster),
+                                                 self.handle, args.address, 0)
+            else:
+                status = driver.cuLaunchKernel(self.handle, grid[0], grid[1], grid[2], threads, 1, 1,
+                                               self.smem_bytes, stream, args.address, 0)
+        finally:
+            if pushed:
+                driver.cuCtxPopCurrent()
+        if status[0] != driver.CUresult.CUDA_SUCCESS:
+            _check(status, "cuLaunchKernelEx" if cluster > 1 else "cuLaunchKernel", **self.ctx)
 
     @functools.lru_cache(maxsize=None)
     def resident_clusters(self, threads: int, cluster: int, sm_count: int) -> int:
@@ -361,7 +488,6 @@ def load_function(device_index: int, cubin: Cubin, name: str, smem_bytes: int, *
         return fn
     driver, _ = _bindings()
     ctx = {"kernel": kernel or name, "config": config}
-    ensure_context(device_index)
     major, _ = driver_version()
     rt_major, _ = nvrtc_version()
     if rt_major > major:
@@ -369,7 +495,7 @@ def load_function(device_index: int, cubin: Cubin, name: str, smem_bytes: int, *
             f"NVRTC {rt_major}.x builds code the installed CUDA {major}.x driver cannot load; "
             f"install cuda-python and nvidia-cuda-nvrtc for CUDA {major} "
             f"(pip install 'cuda-python=={major}.*' 'nvidia-cuda-nvrtc-cu{major}') or update the driver")
-    with _lock:
+    with _lock, device_context(device_index):
         module = _check(driver.cuModuleLoadData(cubin.image), "cuModuleLoadData", **ctx)
         handle = _check(driver.cuModuleGetFunction(module, name.encode()), "cuModuleGetFunction", **ctx)
         _check(driver.cuFuncSetAttribute(
@@ -401,6 +527,35 @@ def max_active_blocks(fn: Function, threads: int) -> int:
 POINTER = ctypes.c_void_p
 INT32 = ctypes.c_int
 INT64 = ctypes.c_longlong
+TENSOR_MAP = "tensor map"  # an argument type: the value is tensor_map's arguments (None: a blank map)
+TENSOR_MAP_BYTES = 128
+
+
+class PackedArgs:
+    """A kernel's arguments packed once, as the void** array cuLaunchKernel reads: one ctypes
+    object per argument (a tensor map: its 128 bytes, passed by value). A repeated launch
+    patches the addresses in place (set, set_map_address) instead of packing again."""
+
+    def __init__(self, args: list[tuple[object, object]]):
+        self.maps = {i: v for i, (v, t) in enumerate(args) if t is TENSOR_MAP}
+        self.values = [(ctypes.c_ubyte * TENSOR_MAP_BYTES).from_buffer_copy(
+                           tensor_map_bytes(tensor_map(*v)) if v else bytes(TENSOR_MAP_BYTES))
+                       if t is TENSOR_MAP else t(v) for v, t in args]
+        self.array = (ctypes.c_void_p * len(self.values))(*(ctypes.addressof(v) for v in self.values))
+        self.address = ctypes.addressof(self.array)
+
+    def set(self, index: int, value: int) -> None:
+        self.values[index].value = value
+
+    def set_map_address(self, index: int, address: int) -> None:
+        """Point the tensor map at `index` at `address` (same layout, same alignment class):
+        its address field patched where the driver's encoding allows, else encoded again."""
+        offset = tensor_map_address_offset()
+        if offset is not None:
+            ctypes.c_uint64.from_buffer(self.values[index], offset).value = address
+        else:
+            params = (address, *self.maps[index][1:])
+            ctypes.memmove(self.values[index], tensor_map_bytes(tensor_map(*params)), TENSOR_MAP_BYTES)
 
 
 # ----------------------------------------------------------------------------- TMA
@@ -477,12 +632,26 @@ def tensor_map(address: int, dtype: str, rows: int, cols: int, row_stride: int,
     return tensor_map
 
 
+@functools.lru_cache(maxsize=None)
+def tensor_map_address_offset() -> int | None:
+    """Where an encoded tensor map keeps its global address, found by encoding one layout at
+    three addresses: the offset at which the maps differ by exactly the address, checked by
+    patching one into the other; None when this driver encodes it some other way (then maps
+    are encoded per address)."""
+    maps = {addr: tensor_map_bytes(_encode_probe(addr)) for addr in (0x10000, 0x7f0000001230, 0x5500000abc0)}
+    (one, first), (two, second), (three, third) = maps.items()
+    for offset in range(0, TENSOR_MAP_BYTES - 7, 8):
+        if int.from_bytes(first[offset:offset + 8], "little") == one and \
+                int.from_bytes(second[offset:offset + 8], "little") == two:
+            patched = first[:offset] + three.to_bytes(8, "little") + first[offset + 8:]
+            return offset if patched == third else None
+    return None
+
+
+def _encode_probe(address: int):
+    return tensor_map.__wrapped__(address, "float16", 256, 256, 264, 64, 64)
+
+
 def tensor_map_bytes(tensor_map) -> bytes:
     """The 128 bytes of a tensor map, to place in a table the kernel reads from global memory."""
     return ctypes.string_at(tensor_map.getPtr(), 128)
-
-
-def empty_tensor_map():
-    """A placeholder tensor-map argument for a kernel told not to use it."""
-    driver, _ = _bindings()
-    return driver.CUtensorMap()

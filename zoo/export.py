@@ -68,17 +68,24 @@ def build_shared_library(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLim
     command = [nvcc_path(), "-O3", "-std=c++17", "-shared", "-Xcompiler", "-fPIC", *arch_flags(limits.arch),
                f"-I{KERNELS_DIR}", *(f"-D{k}={v}" for k, v in sorted(spec.defines(cfg).items())),
                str(spec.source)]
-    # Named by what it is built from (every zoo source it includes, the command): an existing
-    # library with the same inputs is reused.
-    digest = hashlib.sha256(repr(command).encode())
+    # Named by what it is built from (every zoo source it includes, the command, the nvcc
+    # version): an existing library with the same inputs, whole (its recorded hash), is reused.
+    version = subprocess.run([command[0], "--version"], capture_output=True, text=True).stdout
+    digest = hashlib.sha256(repr(command).encode() + version.encode())
     for path, text in sorted(cuda._included_sources(Path(spec.source).resolve()).items()):
         digest.update(path.name.encode() + hashlib.sha256(text).digest())
     library = out_dir / f"lib{spec.name}_{cfg.name}_{limits.arch}_{digest.hexdigest()[:12]}.so"
-    if library.is_file():
+    record = library.with_suffix(".so.sha256")
+    if library.is_file() and record.is_file() and \
+            record.read_text().strip() == hashlib.sha256(library.read_bytes()).hexdigest():
         return library
-    command += ["-o", str(library)]
-    proc = subprocess.run(command, capture_output=True, text=True)
+    # Built under a temporary name and renamed: a library of this name is never half-written.
+    partial = out_dir / f".{library.name}.{os.getpid()}.tmp"
+    proc = subprocess.run(command + ["-o", str(partial)], capture_output=True, text=True)
     if proc.returncode != 0:
+        partial.unlink(missing_ok=True)
         raise ZooError(f"nvcc failed for {spec.name} / {cfg.name} ({limits.arch}):\n{proc.stderr.strip()}\n"
                        f"command: {' '.join(command)}")
+    record.write_text(hashlib.sha256(partial.read_bytes()).hexdigest() + "\n")
+    os.replace(partial, library)
     return library

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import struct
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
 import torch
 
-from . import arch, bench, cuda, registry
+from . import arch, bench, cuda, overlap, registry
 from .configs import TileConfig
 from .cuda import ZooError
 from .registry import KernelSpec, Problem
@@ -116,47 +116,28 @@ def _row_major(t: torch.Tensor, aligned: bool) -> tuple[torch.Tensor, int]:
     return readable, ld
 
 
-def _span(t: torch.Tensor) -> tuple[int, int]:
-    """The byte range a (non-empty) tensor's elements occupy."""
-    last = sum((n - 1) * st for n, st in zip(t.shape, t.stride()))
-    return t.data_ptr(), t.data_ptr() + (last + 1) * t.element_size()
-
-
-def _overlaps(x: torch.Tensor, y: torch.Tensor) -> bool:
-    if y.numel() == 0 or x.untyped_storage().data_ptr() != y.untyped_storage().data_ptr():
-        return False
-    (x0, x1), (y0, y1) = _span(x), _span(y)
-    return x0 < y1 and y0 < x1
-
-
-def first_overlap(outs: list[torch.Tensor], inputs: list[torch.Tensor]) -> int | None:
-    """The index of an output whose bytes overlap another output's or any input's (the lowest
-    index of an overlapping pair of outputs), or None: one sweep over the byte ranges sorted by
-    start, O(n log n) for n tensors where pairwise checks cost O(n^2). Inputs may overlap each
-    other (a shared operand is fine)."""
-    spans = sorted([(*_span(t), True, i) for i, t in enumerate(outs) if t.numel()] +
-                   [(*_span(t), False, -1) for t in inputs if t.numel()])
-    end_any = end_out = owner_out = -1  # furthest end of any earlier range / of an earlier output
-    for start, end, is_out, i in spans:
-        if start < end_out:
-            return min(i, owner_out) if is_out else owner_out
-        if is_out and start < end_any:
-            return i
-        end_any = max(end_any, end)
-        if is_out and end > end_out:
-            end_out, owner_out = end, i
-    return None
-
-
 def _check_out(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor, m: int, n: int,
                dtype: torch.dtype) -> None:
+    """out's shape, dtype, device and strides; whether it shares memory with a or b is a
+    question of the call's addresses (CallPlan.run)."""
     if tuple(out.shape) != (m, n) or out.dtype != dtype or out.device != a.device:
         raise ZooError(f"out must be a ({m}, {n}) {dtype} tensor on {a.device}, got "
                        f"{tuple(out.shape)} {out.dtype} on {out.device}")
-    if out.numel() and (_overlaps(out, a) or _overlaps(out, b)):
-        raise ZooError("out must not overlap a or b: the kernel reads them while it writes out")
     if (n > 1 and out.stride(1) != 1) or (m > 1 and out.stride(0) < n) or out.stride(0) > INT32_MAX:
         raise ZooError(f"out must have unit column stride and non-overlapping rows, got strides {out.stride()}")
+
+
+OVERLAP_MESSAGE = "out must not overlap a or b: the kernel reads them while it writes out"
+AUTOGRAD_MESSAGE = ("zoo.mm(..., out=...) does not support automatic differentiation, but one of "
+                    "its arguments requires grad (as torch.mm: call it under torch.no_grad(), or "
+                    "without out=)")
+
+
+def check_no_grad_out(*tensors: torch.Tensor) -> None:
+    """torch's rule for out= calls: no autograd through them, so none of the tensors may
+    require grad while grad mode is on (the kernel writes out behind autograd's back)."""
+    if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        raise ZooError(AUTOGRAD_MESSAGE)
 
 
 def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None,
@@ -168,47 +149,120 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None
     (M, N) in the input dtype, or float32 with out_dtype=torch.float32; FP32 accumulation.
     float32 inputs run in full precision (the SIMT kernel) unless TF32 is allowed: by
     allow_tf32=True, or when None by torch.backends.cuda.matmul.allow_tf32, as torch.mm.
-    `out`, if given, is written and returned (row-major, unit column stride, no overlap); a
-    call with `out` that repeats an earlier call's layout replays the launch worked out then,
-    which halves the host time per call (for loops over the same buffers).
+    `out`, if given, is written and returned (row-major, unit column stride, sharing no
+    element with a or b; as torch.mm, not while autograd tracks any of the three).
+    The first call for a layout (shapes, strides, dtypes, device, alignment, options) checks
+    it and works out the launch; later calls with that layout patch the addresses and fire.
     """
+    try:
+        key = (a.shape, a.stride(), b.shape, b.stride(), a.dtype, b.dtype, a.device,
+               a.data_ptr() % ALIGN_BYTES, b.data_ptr() % ALIGN_BYTES, out_dtype, kernel, config,
+               a.dtype == torch.float32 and tf32_allowed(a.dtype, allow_tf32),
+               None if out is None else (out.shape, out.stride(), out.dtype, out.device,
+                                         out.data_ptr() % ALIGN_BYTES))
+    except AttributeError:  # not tensors: plan_call says which argument is wrong
+        key = None
+    plan = _calls.get(key)
+    if plan is None:
+        plan = plan_call(a, b, out_dtype, kernel, config, out, allow_tf32)
+        if key is not None:
+            remember(_calls, key, plan, _CALLS_KEPT)
+    return plan.run(a, b, out)
+
+
+@dataclass
+class CallPlan:
+    """What zoo.mm works out once per layout: the launch (its arguments packed, addresses
+    patched per call), the output to make, which input to copy into a row-major buffer first
+    (strided, misaligned, or too hard to tell apart from out), the byte extents of a, b and
+    out for the per-call overlap test."""
+    m: int
+    n: int
+    out_dtype: torch.dtype
+    launch: "Launch | None"      # None: an empty problem (K = 0 gives zeros)
+    copy_a: bool
+    copy_b: bool
+    aligned: bool
+    extents: tuple[int, int, int]  # bytes from data_ptr() to the end of a, b, out's span
+    options: dict                  # the call's kernel, config, out_dtype, allow_tf32
+
+    def run(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
+        if out is None:
+            c = torch.empty((self.m, self.n), dtype=self.out_dtype, device=a.device)
+        else:
+            if torch.is_grad_enabled() and (out.requires_grad or a.requires_grad or b.requires_grad):
+                raise ZooError(AUTOGRAD_MESSAGE)
+            c = out
+        if self.launch is None:
+            c.zero_()
+        else:
+            a_ptr, b_ptr, c_ptr = a.data_ptr(), b.data_ptr(), c.data_ptr()
+            ea, eb, ec = self.extents
+            if out is not None and ((a_ptr < c_ptr + ec and c_ptr < a_ptr + ea) or
+                                    (b_ptr < c_ptr + ec and c_ptr < b_ptr + eb)):
+                return _mm_near_out(a, b, out, self.options)
+            if self.copy_a:
+                a = _row_major_copy(a, self.aligned)
+                a_ptr = a.data_ptr()
+            if self.copy_b:
+                b = _row_major_copy(b, self.aligned)
+                b_ptr = b.data_ptr()
+            self.launch.fire_at(a_ptr, b_ptr, c_ptr)
+        if out is not None:
+            torch.autograd.graph.increment_version(out)  # autograd sees the write, as torch.mm's
+        return c
+
+
+def _mm_near_out(a, b, out, options: dict) -> torch.Tensor:
+    """out's byte span meets a's or b's: refuse a real overlap (as torch.mm); an input whose
+    layout is too hard to tell apart from out is read through a copy (right either way)."""
+    shared = [overlap.share_elements(out, t) for t in (a, b)]
+    if any(shared):
+        raise ZooError(OVERLAP_MESSAGE)
+    a, b = (t.clone() if hard is None else t for t, hard in zip((a, b), shared))
+    return mm(a, b, out=out, **options)
+
+
+def _row_major_copy(t: torch.Tensor, aligned: bool) -> torch.Tensor:
+    """t in a zeroed buffer the kernel reads in place, as row_major_plan laid it out: rows
+    padded to 16 bytes for `aligned` kernels (the padding zero: whole 16-byte chunks are read)."""
+    rows, cols = t.shape
+    buffer = torch.zeros((rows, _aligned_cols(t) if aligned else cols), dtype=t.dtype, device=t.device)
+    buffer[:, :cols].copy_(t)
+    return buffer[:, :cols]
+
+
+def _extent(t: torch.Tensor) -> int:
+    return overlap.span(t)[1] - t.data_ptr() if t.numel() else 0
+
+
+def plan_call(a, b, out_dtype, kernel, config, out, allow_tf32) -> CallPlan:
+    """Every check of a zoo.mm call (raising ZooError before anything runs), the kernel and
+    config, and the launch for this layout, compiled on first use."""
     if out is not None and not isinstance(out, torch.Tensor):
         raise ZooError(f"out must be a torch.Tensor, got {type(out).__name__}")
-    # A call with `out` that repeats an earlier one's layout (pointers, shapes, strides, dtypes,
-    # choices) replays its worked-out launch: the checks and the choice passed then.
-    key = None
-    if out is not None and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
-        key = (_layout(a), _layout(b), _layout(out), out_dtype, kernel, config,
-               tf32_allowed(a.dtype, allow_tf32))
-        planned = _plans.get(key)
-        if planned is not None:
-            planned.fire()
-            return out
+    if out is not None:
+        check_no_grad_out(*(t for t in (a, b, out) if isinstance(t, torch.Tensor)))
     out_dtype = check_inputs(a, b, out_dtype if out is None or out_dtype else out.dtype)
     m, k = a.shape
     n = b.shape[1]
     if out is not None:
         _check_out(out, a, b, m, n, out_dtype)
+    extents = (_extent(a), _extent(b), _extent(out) if out is not None else 0)
+    options = {"out_dtype": out_dtype, "kernel": kernel, "config": config, "allow_tf32": allow_tf32}
     if m == 0 or n == 0 or k == 0:
-        return out.zero_() if out is not None else torch.zeros((m, n), dtype=out_dtype, device=a.device)
+        return CallPlan(m, n, out_dtype, None, False, False, False, extents, options)
     device_index = a.device.index if a.device.index is not None else torch.cuda.current_device()
     limits = device_limits(device_index)
     problem = Problem(m, n, k, _dtype_name(a.dtype), _dtype_name(out_dtype), tf32_allowed(a.dtype, allow_tf32),
                       ldb=b.stride(0) if b.stride(1) == 1 and k > 1 else 0)  # one row has no stride
     spec, cfg = _select(limits, problem, kernel_name=kernel, config_name=config)
-    a_read, lda = _row_major(a, spec.aligned_rows)
-    b_read, ldb = _row_major(b, spec.aligned_rows)
+    a_read, lda, a_copy = row_major_plan(a, spec.aligned_rows)
+    b_read, ldb, b_copy = row_major_plan(b, spec.aligned_rows)
     c = torch.empty((m, n), dtype=out_dtype, device=a.device) if out is None else out
-    planned = plan_launch(spec, cfg, device_index, a_read, b_read, c, k, lda, ldb)
-    planned.fire()
-    if key is not None and a_read is a and b_read is b:  # no per-call input copies
-        remember(_plans, key, planned, _PLANS_KEPT)
-    return c
-
-
-def _layout(t: torch.Tensor) -> tuple:
-    """What a launch worked out for `t` depends on: its address, shape, strides, dtype, device."""
-    return t.data_ptr(), t.shape, t.stride(), t.dtype, t.device
+    launch = plan_launch(spec, cfg, device_index, a_read, b_read, c, k, lda, ldb)
+    return CallPlan(m, n, out_dtype, launch, a_copy is not None, b_copy is not None, spec.aligned_rows,
+                    extents, options)
 
 
 def remember(cache: OrderedDict, key, value, kept: int) -> None:
@@ -218,37 +272,86 @@ def remember(cache: OrderedDict, key, value, kept: int) -> None:
         cache.popitem(last=False)
 
 
-@dataclass
+_CALLS_KEPT = 256
+_calls: OrderedDict = OrderedDict()  # zoo.mm's plans, by layout (see mm)
+
+_current_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def current_stream(device_index: int) -> int:
+    """The raw handle of torch's current stream on the device (the call torch's own
+    generated code makes: no torch.cuda.Stream object per call)."""
+    if _current_raw_stream is not None:
+        return _current_raw_stream(device_index)
+    return torch.cuda.current_stream(device_index).cuda_stream
+
+
 class Launch:
     """One launch, worked out (a GEMM, or a grouped launch over a table): function, grid and
-    arguments. A split-K launch gets a fresh workspace and zeroed counters on every fire (its
-    last two arguments)."""
-    fn: cuda.Function
-    device_index: int
-    grid: tuple[int, int, int]
-    threads: int
-    cluster: int
-    args: list
-    split_k: tuple[int, int] | None = None  # (workspace floats, counters) when K is split
+    the kernel's arguments packed once. fire_at re-points it at new addresses of the same
+    layout (A, B, C; in tensor maps or as pointers) and fires; fire uses the ones it has.
+    A split-K launch reads the per-stream workspace, whose counters the kernel leaves zeroed."""
+
+    def __init__(self, fn: cuda.Function, device_index: int, grid: tuple[int, int, int], threads: int,
+                 cluster: int, args: list, split_k: tuple[int, int] | None = None,
+                 slots: tuple[int, int, int] | None = None, maps: bool = False):
+        self.fn, self.device_index, self.grid, self.threads, self.cluster = fn, device_index, grid, threads, cluster
+        self.args = cuda.PackedArgs(args)
+        self.split_k = split_k          # (workspace floats, counters); the last two arguments
+        self.slots = slots              # argument indices of A, B and C
+        self.maps = maps                # A and B (and C when it goes out by TMA) are tensor maps
+        self.c_map = maps and args[2][0] is not None  # C goes out through its tensor map
+        self.lock = threading.Lock()    # one thread patches and fires at a time
+
+    def fire_at(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:
+        with self.lock:
+            args, (ia, ib, ic) = self.args, self.slots
+            if self.maps:
+                args.set_map_address(ia, a_ptr)
+                args.set_map_address(ib, b_ptr)
+                if self.c_map:
+                    args.set_map_address(2, c_ptr)
+            else:
+                args.set(ia, a_ptr)
+                args.set(ib, b_ptr)
+            args.set(ic, c_ptr)
+            self._fire()
 
     def fire(self) -> None:
         """Launch on torch's current stream of the device."""
-        args = self.args
+        with self.lock:
+            self._fire()
+
+    def _fire(self) -> None:
+        stream = current_stream(self.device_index)
         if self.split_k:
-            floats, slots = self.split_k
-            workspace = torch.empty(floats, dtype=torch.float32, device=self.device_index)
-            counters = torch.zeros(slots, dtype=torch.int32, device=self.device_index)
-            args = args[:-2] + [(workspace.data_ptr(), cuda.POINTER), (counters.data_ptr(), cuda.POINTER)]
-        stream = torch.cuda.current_stream(self.device_index).cuda_stream
-        # On another device than torch's current one, torch.cuda.device restores it after.
-        same = torch.cuda.current_device() == self.device_index
-        with contextlib.nullcontext() if same else torch.cuda.device(self.device_index):
-            cuda.ensure_context(self.device_index)
-            self.fn.launch(self.grid, (self.threads, 1, 1), args, stream, cluster=self.cluster)
+            workspace, counters = split_k_workspace(self.device_index, stream, *self.split_k)
+            n = len(self.args.values)
+            self.args.set(n - 2, workspace)
+            self.args.set(n - 1, counters)
+        self.fn.launch(self.grid, self.threads, self.args, stream, self.device_index, self.cluster)
 
 
-_PLANS_KEPT = 256
-_plans: OrderedDict = OrderedDict()  # zoo.mm calls with `out`, by layout (see mm)
+_workspaces: dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]] = {}
+
+
+def split_k_workspace(device_index: int, stream: int, floats: int, counters: int) -> tuple[int, int]:
+    """Addresses of fp32 partials and zeroed int32 counters for a split-K launch on `stream`:
+    kept per (device, stream), grown when too small (the kernel leaves its counters at zero,
+    so one launch after another on a stream can share them). While the stream is being
+    captured into a graph, a fresh pair from the graph's pool, zeroed inside the graph."""
+    if torch.cuda.is_current_stream_capturing():
+        workspace = torch.empty(floats, dtype=torch.float32, device=device_index)
+        zeros = torch.zeros(counters, dtype=torch.int32, device=device_index)
+        return workspace.data_ptr(), zeros.data_ptr()
+    key = (device_index, stream)
+    kept = _workspaces.get(key)
+    if kept is None or kept[0].numel() < floats or kept[1].numel() < counters:
+        old = (kept[0].numel(), kept[1].numel()) if kept else (0, 0)
+        kept = (torch.empty(max(floats, old[0]), dtype=torch.float32, device=device_index),
+                torch.zeros(max(counters, old[1]), dtype=torch.int32, device=device_index))
+        _workspaces[key] = kept
+    return kept[0].data_ptr(), kept[1].data_ptr()
 
 
 _loaded: dict[tuple, cuda.Function] = {}
@@ -279,21 +382,25 @@ def _matrix_stride(t: torch.Tensor) -> int:
 def tma_maps(spec: KernelSpec, cfg: TileConfig, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor,
              k: int, lda: int, ldb: int) -> tuple[object, object, object, bool]:
     """The tensor maps of A, B and C for a TMA kernel (matrices, or batches of them: 3-D, the
-    batch first), and whether C goes out through TMA (its rows and matrices 16-byte aligned;
-    else the kernel stores C directly and its map is a blank)."""
+    batch first) as cuda.tensor_map's arguments, and whether C goes out through TMA (its rows
+    and matrices 16-byte aligned; else the kernel stores C directly and its map is None, a
+    blank)."""
     batch = c.shape[0] if c.dim() == 3 else 1
     m, n = c.shape[-2:]
     ldc = max(c.stride(-2), 1)
     (a_rows, a_cols), (b_rows, b_cols), (c_rows, c_cols) = spec.tma_boxes(cfg, c.element_size())
     dtype = _dtype_name(a.dtype)
-    a_map = cuda.tensor_map(a.data_ptr(), dtype, m, k, lda, a_rows, a_cols, batch, _matrix_stride(a))
-    b_map = cuda.tensor_map(b.data_ptr(), dtype, k, n, ldb, b_rows, b_cols, batch, _matrix_stride(b))
+    a_map = (a.data_ptr(), dtype, m, k, lda, a_rows, a_cols, batch, _matrix_stride(a))
+    b_map = (b.data_ptr(), dtype, k, n, ldb, b_rows, b_cols, batch, _matrix_stride(b))
     # TMA stores whole 16-byte chunks: a row whose end is not on a 16-byte boundary would be
     # written past N (measured on the H200), so such C is stored directly.
     c_tma = n * c.element_size() % 16 == 0 and not cuda.tma_layout_problem(
         c.data_ptr(), c.element_size(), m, n, ldc, batch, _matrix_stride(c))
-    c_map = cuda.tensor_map(c.data_ptr(), _dtype_name(c.dtype), m, n, ldc, c_rows, c_cols, batch,
-                            _matrix_stride(c)) if c_tma else cuda.empty_tensor_map()
+    c_map = (c.data_ptr(), _dtype_name(c.dtype), m, n, ldc, c_rows, c_cols, batch,
+             _matrix_stride(c)) if c_tma else None
+    for params in (a_map, b_map, c_map):  # raises ZooError for a layout TMA cannot read
+        if params:
+            cuda.tensor_map(*params)
     return a_map, b_map, c_map, c_tma
 
 
@@ -324,7 +431,6 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
     m, n = c.shape[-2:]
     with torch.cuda.device(device_index):  # compiling loads a module: in the right context
         fn = compiled(spec, cfg, _dtype_name(a.dtype), _dtype_name(c.dtype), device_index)
-        cuda.ensure_context(device_index)
         resident = _resident_clusters(spec, cfg, fn, device_index)
         splits = registry.split_k(spec, cfg, m, n, k, resident, batch)
         grid = spec.grid(cfg, m, n, resident, splits, batch)
@@ -340,7 +446,7 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
             if splits > 1:  # fp32 partials per (tile, consumer warpgroup, split), and counts
                 slots = registry.stacks(cfg, m, n) * cfg.cluster_size * cfg.warps * batch
                 split_k = (slots * splits * cfg.warp_m * cfg.warp_n, slots)
-            args = [(a_map, None), (b_map, None), (c_map, None), (int(c_tma), cuda.INT32),
+            args = [(a_map, cuda.TENSOR_MAP), (b_map, cuda.TENSOR_MAP), (c_map, cuda.TENSOR_MAP), (int(c_tma), cuda.INT32),
                     (c.data_ptr(), cuda.POINTER), (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32), ldc,
                     (_matrix_stride(c), cuda.INT64), (batch, cuda.INT32),
                     (splits, cuda.INT32), (0, cuda.POINTER), (0, cuda.POINTER)]  # workspace, counters: per fire
@@ -348,7 +454,9 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
             args = [(a.data_ptr(), cuda.POINTER), (b.data_ptr(), cuda.POINTER), (c.data_ptr(), cuda.POINTER),
                     (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32),
                     (lda, cuda.INT32), (ldb, cuda.INT32), ldc]
-    return Launch(fn, device_index, grid, cfg.threads, cfg.cluster_size, args, split_k)
+    slots = (0, 1, 4) if spec.tma_boxes else (0, 1, 2)
+    return Launch(fn, device_index, grid, cfg.threads, cfg.cluster_size, args, split_k, slots,
+                  maps=bool(spec.tma_boxes))
 
 
 # ----------------------------------------------------------------------------- grouped launches
@@ -376,7 +484,8 @@ def group_table(spec: KernelSpec, cfg: TileConfig, problems: list[tuple]) -> byt
         ldc = max(c.stride(0), 1)
         if spec.tma_boxes:
             *maps, c_tma = tma_maps(spec, cfg, a, b, c, k, lda, ldb)
-            entry = b"".join(cuda.tensor_map_bytes(t) for t in maps) + \
+            entry = b"".join(cuda.tensor_map_bytes(cuda.tensor_map(*t)) if t else bytes(cuda.TENSOR_MAP_BYTES)
+                             for t in maps) + \
                 TMA_ENTRY_TAIL.pack(c.data_ptr(), m, n, k, ldc, int(c_tma), begin)
             out += entry + bytes(TMA_ENTRY_BYTES - len(entry))
         else:
@@ -392,7 +501,6 @@ def plan_grouped(spec: KernelSpec, cfg: TileConfig, device_index: int, table: to
     The Launch holds the table's address only: keep the table alive while it may fire."""
     with torch.cuda.device(device_index):
         fn = compiled(spec, cfg, _dtype_name(dtype), _dtype_name(out_dtype), device_index, grouped=True)
-        cuda.ensure_context(device_index)
         args = [(table.data_ptr(), cuda.POINTER), (count, cuda.INT32)]
         if spec.persistent:
             args.append((units, cuda.INT32))

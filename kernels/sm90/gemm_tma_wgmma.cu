@@ -25,7 +25,7 @@
 //   TMA writes whole 16-byte chunks), else C is stored directly (matrix i at C + i * c_batch).
 //   The batch's units follow one another.
 //   splits > 1 (split-K, for grids under one wave): each tile's K-tiles are cut into `splits`
-//   units; workspace holds their fp32 partials and counters (zeroed, one int per tile and
+//   units; workspace holds their fp32 partials and counters (zeroed, left zeroed; one int per tile and
 //   consumer) counts them in; the last unit of a tile reduces and stores it.
 //
 // Pipeline (warp-specialized): warpgroup 0 is the producer: one thread issues the TMA loads of
@@ -345,6 +345,9 @@ __device__ __forceinline__ bool split_k_reduce(float (&acc)[M_SUBS][ACC_REGS], c
   if (t == 0) flag[consumer] = atomicAdd(counters + slot, 1);
   named_barrier(1 + consumer, WG_THREADS);
   if (flag[consumer] != sched.splits - 1) return false;
+  // NOTE: every unit has counted in; zero the count for the next launch on this stream, which
+  // reuses the workspace (the host zeroes counters only when it allocates them).
+  if (t == 0) counters[slot] = 0;
   __threadfence();
   for (int s = 0; s < sched.splits; ++s) {
     if (s == w.split) continue;
