@@ -73,8 +73,13 @@ def test_out_checks_need_no_gpu():
     with pytest.raises(zoo.ZooError, match="out must be a torch.Tensor, got list"):
         zoo.mm(a, b, out=[1])
     with pytest.raises(zoo.ZooError, match="out must not overlap a or b"):
-        zoo.gemm._mm_near_out(a, b, a, {})
+        zoo.gemm._apart_from_out(a, b, a)
     assert not overlap.share_elements(torch.ones(4, 4, dtype=H), a)
+    buf = torch.ones(8, 64, dtype=H)
+    assert zoo.gemm._apart_from_out(buf[:, 32:], b, buf[:, :32]) is None  # interleaved, apart
+    odd = buf.as_strided((4, 4), (2, 3))  # no unit stride: read through a copy
+    x, y = zoo.gemm._apart_from_out(odd, b, buf[:, :32])
+    assert x is not odd and torch.equal(x, odd) and y is b
 
 
 def test_out_that_autograd_tracks_is_refused_as_torch_mm_does():

@@ -324,7 +324,7 @@ def _write_cache(entry: Path, key: str, image: bytes) -> None:
 
 # ----------------------------------------------------------------------------- driver
 
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entered: load_function holds it while primary_context may take it
 _contexts: dict[int, object] = {}
 _functions: dict[tuple, "Function"] = {}
 

@@ -200,7 +200,9 @@ class CallPlan:
             ea, eb, ec = self.extents
             if out is not None and ((a_ptr < c_ptr + ec and c_ptr < a_ptr + ea) or
                                     (b_ptr < c_ptr + ec and c_ptr < b_ptr + eb)):
-                return _mm_near_out(a, b, out, self.options)
+                apart = _apart_from_out(a, b, out)
+                if apart is not None:  # an input copied: another layout, another plan
+                    return mm(*apart, out=out, **self.options)
             if self.copy_a:
                 a = _row_major_copy(a, self.aligned)
                 a_ptr = a.data_ptr()
@@ -213,14 +215,16 @@ class CallPlan:
         return c
 
 
-def _mm_near_out(a, b, out, options: dict) -> torch.Tensor:
-    """out's byte span meets a's or b's: refuse a real overlap (as torch.mm); an input whose
-    layout is too hard to tell apart from out is read through a copy (right either way)."""
+def _apart_from_out(a, b, out) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """out's byte span meets a's or b's: refuse a real overlap (as torch.mm); None when they
+    share no element; else (a, b) with an input whose layout is too hard to tell apart from
+    out replaced by a copy (right either way)."""
     shared = [overlap.share_elements(out, t) for t in (a, b)]
     if any(shared):
         raise ZooError(OVERLAP_MESSAGE)
-    a, b = (t.clone() if hard is None else t for t, hard in zip((a, b), shared))
-    return mm(a, b, out=out, **options)
+    if None not in shared:
+        return None
+    return tuple(t.clone() if hard is None else t for t, hard in zip((a, b), shared))
 
 
 def _row_major_copy(t: torch.Tensor, aligned: bool) -> torch.Tensor:
