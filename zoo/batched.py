@@ -156,7 +156,8 @@ def _run(plan: _Plan, mode: str, streams: int | None) -> None:
         ready = current.record_event()
         done = []
         if plan.launches is None:
-            plan.launches = [gemm.plan_launch(plan.spec, plan.cfg, plan.device_index, *p) for p in plan.problems]
+            plan.launches = [gemm.plan_launch(plan.spec, plan.cfg, plan.device_index, *p, alone=False)
+                             for p in plan.problems]
         for i, (a, b, c, k, lda, ldb) in enumerate(plan.problems):
             side = pool[i % len(pool)]
             side.wait_event(ready)
@@ -208,6 +209,19 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
     # Replays are looked up from the caller's own tensors, before any other work (a key is
     # kept only after a call with it passed every check). torch's TF32 setting picks the
     # kernel for fp32 inputs: what was worked out under the other setting must not be replayed.
+    fast_key = None
+    if not graph and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and \
+            (out is None or isinstance(out, torch.Tensor)) and a.dim() == 3:
+        fast_key = (mode, streams, out_dtype, kernel, config, a.shape, a.stride(), b.shape, b.stride(),
+                    a.dtype, b.dtype, a.device, a.data_ptr() % gemm.ALIGN_BYTES, b.data_ptr() % gemm.ALIGN_BYTES,
+                    None if out is None else (out.shape, out.stride(), out.dtype, out.device,
+                                              out.data_ptr() % gemm.ALIGN_BYTES),
+                    a.dtype == torch.float32 and bench.torch_allows_tf32())
+        fast = _fast.get(fast_key)
+        if fast is not None:
+            done = fast.run(a, b, out)
+            if done is not None:
+                return done
     key = (mode, streams, out_dtype, kernel, config, _ident(a), _ident(b), _ident(out),
            bench.torch_allows_tf32())
     if not graph and out is not None:
@@ -290,11 +304,72 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
     # first (the launch and its table; not the plan, which holds the caller's tensors).
     if not graph and out_given and plan.launch is not None and not plan.copies and not plan.zeros:
         gemm.remember(_replays, key, (plan.launch, plan.table), _REPLAYS_KEPT)
+    if fast_key is not None and not plan.copies and not plan.zeros and \
+            (plan.whole or (mode == "streams" and len(plan.problems) == a.shape[0])):
+        gemm.remember(_fast, fast_key, _FastBatch.of(plan, a, b, out, streams), _REPLAYS_KEPT)
     if out_given:
         _bump(outs)
     if graph:
         _graph_call(key, plan, mode, streams, [a, b] + ([out] if out_given else []), None if out_given else out)
     return out  # computed by the eager run above; later calls replay the graph
+
+
+_fast: OrderedDict = OrderedDict()  # eager (B, M, K) x (B, K, N) calls, by layout (see _FastBatch)
+
+
+@dataclass
+class _FastBatch:
+    """An eager tensor call's launch(es), worked out once per layout (shapes, strides, dtypes,
+    device, alignment, options) as zoo.mm's: a later call patches the addresses and fires.
+    The batched mode's one launch takes the batch's base addresses (its 3-D tensor maps
+    carry the matrix strides); the streams mode's launches take each matrix's."""
+    launches: list             # gemm.Launch: one (batched), or one per GEMM (streams)
+    pool: list | None          # the streams mode's streams
+    shape: tuple
+    out_dtype: torch.dtype
+    steps: tuple[int, int, int]      # bytes from one matrix of a, b, out to the next
+    extents: tuple[int, int, int]    # bytes from data_ptr() to the end of a, b, out's span
+
+    @staticmethod
+    def of(plan: _Plan, a, b, out, streams) -> "_FastBatch":
+        launches = [plan.launch] if plan.whole else plan.launches
+        pool = None if plan.whole else _pool(plan.device_index, streams or len(launches))
+        size = lambda t: t.element_size() * (t.stride(0) if t.shape[0] > 1 else 0)  # noqa: E731
+        extent = lambda t: overlap.span(t)[1] - t.data_ptr() if t.numel() else 0  # noqa: E731
+        return _FastBatch(launches, pool, tuple(out.shape), out.dtype, (size(a), size(b), size(out)),
+                          (extent(a), extent(b), extent(out)))
+
+    def run(self, a, b, out):
+        """The result, or None when out's span meets an input's (the full path decides)."""
+        if out is None:
+            c = torch.empty(self.shape, dtype=self.out_dtype, device=a.device)
+        else:
+            gemm.check_no_grad_out(a, b, out)
+            c = out
+        pa, pb, pc = a.data_ptr(), b.data_ptr(), c.data_ptr()
+        ea, eb, ec = self.extents
+        if out is not None and ((pa < pc + ec and pc < pa + ea) or (pb < pc + ec and pc < pb + eb)):
+            return None
+        if self.pool is None:
+            self.launches[0].fire_at(pa, pb, pc)
+        else:
+            device_index = self.launches[0].device_index
+            current = torch.cuda.current_stream(device_index)
+            ready = current.record_event()
+            sa, sb, sc = self.steps
+            for i, launch in enumerate(self.launches):
+                side = self.pool[i % len(self.pool)]
+                side.wait_event(ready)
+                with torch.cuda.stream(side):
+                    launch.fire_at(pa + i * sa, pb + i * sb, pc + i * sc)
+            for side in self.pool[:len(self.launches)]:
+                current.wait_stream(side)
+            for t in (a, b, c):  # the caching allocator must not hand these out before the streams are done
+                for side in self.pool:
+                    t.record_stream(side)
+        if out is not None:
+            torch.autograd.graph.increment_version(out)
+        return c
 
 
 def _tensors(x) -> list[torch.Tensor]:

@@ -181,3 +181,26 @@ def time_side_by_side(fns: dict[str, Callable[[int], object]], sets: int, warmup
             progress(i + 1)
     torch.cuda.synchronize()
     return {name: Timing([s.elapsed_time(e) for s, e in pairs]) for name, pairs in events.items()}
+
+
+def wall_side_by_side(fns: dict[str, Callable[[int], object]], sets: int, warmup: int, iters: int,
+                      progress: Callable[[int], None] | None = None, calls: int = 50) -> dict[str, Timing]:
+    """Wall-clock time per call of each fn(set_index): `calls` calls back to back, then a
+    synchronize, so each sample counts the host's work and the device's, whichever is longer
+    (as a user's loop sees them); the fns take turns, sample by sample. Times in ms per call."""
+    import time
+    for i in range(warmup):
+        for fn in fns.values():
+            fn(i % sets)
+    torch.cuda.synchronize()
+    samples = {name: [] for name in fns}
+    for i in range(iters):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            for j in range(calls):
+                fn(j % sets)
+            torch.cuda.synchronize()
+            samples[name].append(1e3 * (time.perf_counter() - start) / calls)
+        if progress:
+            progress(i + 1)
+    return {name: Timing(times) for name, times in samples.items()}

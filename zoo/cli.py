@@ -308,6 +308,12 @@ def _measure_in_mode(candidates, problem, warmup, iters, seed, lim, progress, gr
     sets = bench.rotation_sets((m * k + k * n) * a.element_size(), lim.l2_bytes)
     inputs = [(a, b)] + [(torch.randn_like(a), torch.randn_like(b)) for _ in range(sets - 1)]
     outs = [torch.empty(m, n, device="cuda", dtype=out_dtype) for _ in range(2)]
+    if not graph:  # whole Python calls, host and device, each making its output as torch.mm does
+        fns = {"torch.mm": lambda i: bench.torch_mm(*inputs[i], out_dtype)}
+        for spec, cfg in candidates:
+            fns[spec.name] = (lambda s, c: lambda i: mm(*inputs[i], out_dtype=out_dtype, kernel=s, config=c))(
+                spec.name, cfg.name)
+        return bench.wall_side_by_side(fns, sets, warmup, iters, progress=progress), checks, sets
     fns = {"torch.mm": lambda i: bench.torch_mm(*inputs[i], out_dtype)}
     for spec, cfg in candidates:
         fns[spec.name] = (lambda s, c: lambda i: mm(*inputs[i], out=outs[i % 2], kernel=s, config=c))(spec.name, cfg.name)
@@ -337,7 +343,7 @@ def _dtype_label(args, out_name: str) -> str:
 
 
 def _timing_name(args) -> str:
-    return "eager calls" if args.eager else "CUDA-graph replays"
+    return "wall clock per eager call (host + device)" if args.eager else "CUDA-graph replays"
 
 
 def cmd_run(args) -> int:
@@ -568,10 +574,15 @@ def cmd_batched(args) -> int:
 
 # ----------------------------------------------------------------------------- bench
 
+LLM_NK = ((4096, 4096), (11008, 4096), (4096, 11008))  # hidden 4096 -> 4096, MLP up, MLP down
 SUITES = {
     "square": [(4096, 4096, 4096), (8192, 8192, 8192)],
     # LLM projections: tokens M x (hidden 4096 -> 4096, 4096 -> 11008 MLP up, 11008 -> 4096 down)
-    "llm": [(m, n, k) for m in (128, 1024, 4096, 16384) for n, k in ((4096, 4096), (11008, 4096), (4096, 11008))],
+    "llm": [(m, n, k) for m in (128, 1024, 4096, 16384) for n, k in LLM_NK],
+    # Decoding and small batches: a few tokens against the same weights.
+    "skinny": [(m, n, k) for m in (1, 16, 64, 128) for n, k in LLM_NK],
+    # Under a few waves, and rows off 16-byte multiples (1000, 3000).
+    "small": [(s, s, s) for s in (256, 512, 1024, 2048)] + [(1000, 1000, 1000), (3000, 3000, 3000)],
 }
 
 
@@ -672,7 +683,8 @@ def _timing_options(s, iters: int, eager: bool = True) -> None:
     s.add_argument("--seed", type=int, default=0)
     if eager:
         s.add_argument("--eager", action="store_true",
-                       help="time the Python calls (host launch overhead included) instead of CUDA-graph replays")
+                       help="time whole Python calls (host and device, a fresh output each, wall clock per call) "
+                            "instead of CUDA-graph replays")
     s.add_argument("--json", metavar="PATH")
 
 

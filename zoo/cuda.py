@@ -368,6 +368,30 @@ def device_context(device_index: int):
         _check(driver.cuCtxPopCurrent(), "cuCtxPopCurrent")
 
 
+@functools.lru_cache(maxsize=None)
+def _hot_entry_points():
+    """cuLaunchKernel and cuCtxGetCurrent as ctypes functions, from the driver's own entry
+    points (cuGetProcAddress): the two calls every launch makes. cuda.bindings' wrappers of
+    them cost ~3 us each on the lent host, as much as the rest of a small call; these cost a
+    tenth. None (use the wrappers) where the driver does not give them."""
+    driver, _ = _bindings()
+    try:
+        _check(driver.cuInit(0), "cuInit")
+        version = _check(driver.cuDriverGetVersion(), "cuDriverGetVersion")
+        flags = driver.CUdriverProcAddress_flags.CU_GET_PROC_ADDRESS_DEFAULT
+        launch = _check(driver.cuGetProcAddress(b"cuLaunchKernel", version, flags), "cuGetProcAddress")
+        current = _check(driver.cuGetProcAddress(b"cuCtxGetCurrent", version, flags), "cuGetProcAddress")
+    except ZooError:
+        return None
+    launch, current = (v[0] if isinstance(v, tuple) else v for v in (launch, current))
+    if not launch or not current:
+        return None
+    u32, ptr = ctypes.c_uint, ctypes.c_void_p
+    launch_type = ctypes.CFUNCTYPE(ctypes.c_int, ptr, u32, u32, u32, u32, u32, u32, u32, ptr, ptr, ptr)
+    current_type = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ptr))
+    return launch_type(int(launch)), current_type(int(current))
+
+
 def current_context() -> int:
     """The handle of the context current on this thread (0: none)."""
     driver, _ = _bindings()
@@ -405,8 +429,10 @@ def device_attributes(device_index: int) -> dict[str, int]:
 class Function:
     """A loaded kernel: launch it with a grid, block, dynamic smem and typed arguments."""
 
-    def __init__(self, handle, name: str, smem_bytes: int, kernel: str | None, config: str | None):
+    def __init__(self, handle, name: str, smem_bytes: int, kernel: str | None, config: str | None,
+                 context: int = 0):
         self.handle, self.name, self.smem_bytes = handle, name, smem_bytes
+        self.handle_int, self.context = int(handle), context  # for the ctypes entry points
         self.ctx = {"kernel": kernel or name, "config": config}
         self._configs: dict[tuple, object] = {}
 
@@ -442,24 +468,27 @@ class Function:
         """Launch on `stream` with arguments packed once (PackedArgs), in thread-block
         clusters of `cluster` blocks along x when it is above 1, in the device's primary
         context (a caller's own current context is restored after)."""
+        fast = _hot_entry_points()
+        if fast is not None and cluster == 1:
+            launch, get_context = fast
+            current = ctypes.c_void_p()
+            get_context(ctypes.byref(current))
+            if (current.value or 0) == self.context:
+                status = launch(self.handle_int, grid[0], grid[1], grid[2], threads, 1, 1,
+                                self.smem_bytes, stream, args.address, None)
+                if status:
+                    driver, _ = _bindings()
+                    _check((driver.CUresult(status),), "cuLaunchKernel", **self.ctx)
+                return
         driver, _ = _bindings()
-        ctx = _contexts.get(device_index) or primary_context(device_index)
-        current = driver.cuCtxGetCurrent()[1]
-        pushed = int(current) != int(ctx)
-        if pushed:
-            _check(driver.cuCtxPushCurrent(ctx), "cuCtxPushCurrent")
-        try:
+        with device_context(device_index):
             if cluster > 1:
                 status = driver.cuLaunchKernelEx(self._config(grid, (threads, 1, 1), stream, cluster),
                                                  self.handle, args.address, 0)
             else:
                 status = driver.cuLaunchKernel(self.handle, grid[0], grid[1], grid[2], threads, 1, 1,
                                                self.smem_bytes, stream, args.address, 0)
-        finally:
-            if pushed:
-                driver.cuCtxPopCurrent()
-        if status[0] != driver.CUresult.CUDA_SUCCESS:
-            _check(status, "cuLaunchKernelEx" if cluster > 1 else "cuLaunchKernel", **self.ctx)
+        _check(status, "cuLaunchKernelEx" if cluster > 1 else "cuLaunchKernel", **self.ctx)
 
     @functools.lru_cache(maxsize=None)
     def resident_clusters(self, threads: int, cluster: int, sm_count: int) -> int:
@@ -501,7 +530,7 @@ def load_function(device_index: int, cubin: Cubin, name: str, smem_bytes: int, *
         _check(driver.cuFuncSetAttribute(
             handle, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
             smem_bytes), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", **ctx)
-        fn = Function(handle, name, smem_bytes, kernel, config)
+        fn = Function(handle, name, smem_bytes, kernel, config, int(primary_context(device_index)))
         _functions[key] = fn
     return fn
 

@@ -424,11 +424,13 @@ def launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor
 
 
 def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor,
-                b: torch.Tensor, c: torch.Tensor, k: int, lda: int, ldb: int) -> Launch:
+                b: torch.Tensor, c: torch.Tensor, k: int, lda: int, ldb: int, *,
+                alone: bool = True) -> Launch:
     """`launch`'s work before the launch itself (compile on first use, grid, split-K, tensor
     maps, arguments): what a repeated call can keep. TMA kernels also take a batch of
     same-shape GEMMs in one launch: a, b and c 3-D (the batch first, uniform strides), lda and
-    ldb their row strides."""
+    ldb their row strides. alone=False: other launches share the GPU at the same time (the
+    streams mode), so a grid under one wave is left as it is, not split along K to fill it."""
     batch = c.shape[0] if c.dim() == 3 else 1
     if batch > 1 and not spec.tma_boxes:
         raise ZooError(f"{spec.name} takes one GEMM per launch; batches go through its grouped entry point")
@@ -436,7 +438,7 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
     with torch.cuda.device(device_index):  # compiling loads a module: in the right context
         fn = compiled(spec, cfg, _dtype_name(a.dtype), _dtype_name(c.dtype), device_index)
         resident = _resident_clusters(spec, cfg, fn, device_index)
-        splits = registry.split_k(spec, cfg, m, n, k, resident, batch)
+        splits = registry.split_k(spec, cfg, m, n, k, resident, batch) if alone else 1
         grid = spec.grid(cfg, m, n, resident, splits, batch)
         if grid[0] > INT32_MAX:
             raise ZooError(f"{m}x{n} needs {grid[0]} blocks of {cfg.block_m}x{cfg.block_n}; the grid allows {INT32_MAX}")

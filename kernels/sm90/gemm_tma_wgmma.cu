@@ -327,6 +327,11 @@ __device__ __forceinline__ bool split_k_reduce(float (&acc)[M_SUBS][ACC_REGS], c
   constexpr int VECS = ACC_REGS / 4;  // float4s per thread and wgmma row block
   const int t = threadIdx.x % WG_THREADS;
   const int slice = PINGPONG ? 0 : consumer;
+  // NOTE: a float4 of row block s holds rows row0 + 64 s and row0 + 64 s + 8 (TF32: columns).
+  // Row blocks wholly past M are neither stored nor read: a skinny M (16 rows of a 128-row
+  // tile) moves a fraction of the partials.
+  const int row0 = w.tile_m * BM + (slice % (BM / WG_M)) * WG_M + (t / 32) * 16 + (t % 32) / 4;
+  auto live = [&](int s) { return TF32 || row0 + 64 * s < w.g.M; };
   // Tiles counted with the stacks' dummies past M and N.
   const int tiles_m = zoo::ceil_div(zoo::ceil_div(w.g.M, BM), CLUSTER_M) * CLUSTER_M;
   const int tiles_n = zoo::ceil_div(zoo::ceil_div(w.g.N, BN), CLUSTER_N) * CLUSTER_N;
@@ -336,10 +341,11 @@ __device__ __forceinline__ bool split_k_reduce(float (&acc)[M_SUBS][ACC_REGS], c
   float4* const mine = partials + static_cast<long long>(w.split) * M_SUBS * VECS * WG_THREADS;
 #pragma unroll
   for (int s = 0; s < M_SUBS; ++s)
+    if (live(s))
 #pragma unroll
-    for (int i = 0; i < VECS; ++i)
-      mine[(s * VECS + i) * WG_THREADS + t] =
-          make_float4(acc[s][4 * i], acc[s][4 * i + 1], acc[s][4 * i + 2], acc[s][4 * i + 3]);
+      for (int i = 0; i < VECS; ++i)
+        mine[(s * VECS + i) * WG_THREADS + t] =
+            make_float4(acc[s][4 * i], acc[s][4 * i + 1], acc[s][4 * i + 2], acc[s][4 * i + 3]);
   __threadfence();  // the partial is visible GPU-wide before the count says so
   named_barrier(1 + consumer, WG_THREADS);
   if (t == 0) flag[consumer] = atomicAdd(counters + slot, 1);
@@ -354,6 +360,7 @@ __device__ __forceinline__ bool split_k_reduce(float (&acc)[M_SUBS][ACC_REGS], c
     const float4* const other = partials + static_cast<long long>(s) * M_SUBS * VECS * WG_THREADS;
 #pragma unroll
     for (int r = 0; r < M_SUBS; ++r)
+      if (live(r))
 #pragma unroll
       for (int i = 0; i < VECS; ++i) {
         const float4 v = __ldcg(other + (r * VECS + i) * WG_THREADS + t);  // from other SMs: not via L1
