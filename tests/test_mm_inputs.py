@@ -189,3 +189,34 @@ def test_tf32_setting_is_read_and_set_through_either_torch_api(api):
             matmul.fp32_precision = before
         else:
             matmul.allow_tf32 = before
+
+
+def test_custom_ops_trace_on_meta_tensors():
+    """The fake implementations torch.compile traces with: shapes and dtypes, and the same
+    clear errors as zoo.mm's checks."""
+    a = torch.empty(5, 7, device="meta", dtype=H)
+    b = torch.empty(7, 3, device="meta", dtype=H)
+    assert torch.ops.zoo.mm(a, b).shape == (5, 3)
+    assert torch.ops.zoo.mm(a, b, torch.float32).dtype == torch.float32
+    assert torch.ops.zoo.bmm(a.expand(2, 5, 7), b.expand(2, 7, 3)).shape == (2, 5, 3)
+    with pytest.raises(zoo.ZooError, match="inner dimensions differ"):
+        torch.ops.zoo.mm(a, a)
+    with pytest.raises(zoo.ZooError, match="out_dtype must be"):
+        torch.ops.zoo.mm(a, b, torch.bfloat16)
+
+
+def test_inputs_that_require_grad_go_through_the_autograd_op():
+    """No silently missing gradient: an input that requires grad takes the custom op, whose
+    autograd formula records the call (on the CPU the op then refuses the device)."""
+    a = torch.ones(4, 4, dtype=H, requires_grad=True)
+    with pytest.raises(zoo.ZooError, match="inputs must be CUDA tensors"):
+        zoo.mm(a, torch.ones(4, 4, dtype=H))
+    with pytest.raises(zoo.ZooError, match="under torch.compile or autograd, zoo.bmm takes two 3-D tensors"):
+        zoo.bmm([a], [a])
+
+
+def test_zoo_linear_from_torch_keeps_the_weights_in_its_layout():
+    lin = torch.nn.Linear(6, 4)
+    mine = zoo.nn.Linear.from_torch(lin)
+    assert mine.weight.shape == (6, 4) and torch.equal(mine.weight, lin.weight.t())
+    assert torch.equal(mine.bias, lin.bias)

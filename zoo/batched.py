@@ -209,6 +209,9 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
     # Replays are looked up from the caller's own tensors, before any other work (a key is
     # kept only after a call with it passed every check). torch's TF32 setting picks the
     # kernel for fp32 inputs: what was worked out under the other setting must not be replayed.
+    if torch.compiler.is_compiling() or (torch.is_grad_enabled() and any(
+            t.requires_grad for x in (a, b) for t in _tensors(x) if isinstance(x, (torch.Tensor, list, tuple)))):
+        return _through_ops(a, b, mode, streams, graph, out_dtype, kernel, config, out)
     fast_key = None
     if not graph and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and \
             (out is None or isinstance(out, torch.Tensor)) and a.dim() == 3:
@@ -370,6 +373,17 @@ class _FastBatch:
         if out is not None:
             torch.autograd.graph.increment_version(out)
         return c
+
+
+def _through_ops(a, b, mode, streams, graph, out_dtype, kernel, config, out):
+    """A call torch.compile traces or autograd records: the custom op zoo::bmm, which takes
+    (B, M, K) x (B, K, N) tensors in the one-launch mode, no out, no graph of its own."""
+    if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)) or out is not None or graph \
+            or streams is not None or mode not in (None, "batched"):
+        raise ZooError("under torch.compile or autograd, zoo.bmm takes two 3-D tensors and none of "
+                       "out=, graph=, streams= or another mode (torch.compile makes the graphs; "
+                       "run the rest under torch.no_grad())")
+    return torch.ops.zoo.bmm(a, b, out_dtype, kernel, config)
 
 
 def _tensors(x) -> list[torch.Tensor]:

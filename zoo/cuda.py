@@ -368,7 +368,14 @@ def device_context(device_index: int):
         _check(driver.cuCtxPopCurrent(), "cuCtxPopCurrent")
 
 
-@functools.lru_cache(maxsize=None)
+_HOT: list = []  # [the two entry points, or None], once resolved
+
+
+def _resolve_hot():
+    _HOT[:] = [_hot_entry_points()]
+    return _HOT[0]
+
+
 def _hot_entry_points():
     """cuLaunchKernel and cuCtxGetCurrent as ctypes functions, from the driver's own entry
     points (cuGetProcAddress): the two calls every launch makes. cuda.bindings' wrappers of
@@ -468,12 +475,12 @@ class Function:
         """Launch on `stream` with arguments packed once (PackedArgs), in thread-block
         clusters of `cluster` blocks along x when it is above 1, in the device's primary
         context (a caller's own current context is restored after)."""
-        fast = _hot_entry_points()
+        fast = _HOT[0] if _HOT else _resolve_hot()
         if fast is not None and cluster == 1:
             launch, get_context = fast
             current = ctypes.c_void_p()
             get_context(ctypes.byref(current))
-            if (current.value or 0) == self.context:
+            if current.value == self.context:
                 status = launch(self.handle_int, grid[0], grid[1], grid[2], threads, 1, 1,
                                 self.smem_bytes, stream, args.address, None)
                 if status:
@@ -572,6 +579,10 @@ class PackedArgs:
                        if t is TENSOR_MAP else t(v) for v, t in args]
         self.array = (ctypes.c_void_p * len(self.values))(*(ctypes.addressof(v) for v in self.values))
         self.address = ctypes.addressof(self.array)
+        offset = tensor_map_address_offset() if self.maps else None
+        # The maps' address fields as integers, to patch with one assignment each.
+        self.map_addresses = {i: ctypes.c_uint64.from_buffer(self.values[i], offset)
+                              for i in self.maps} if offset is not None else None
 
     def set(self, index: int, value: int) -> None:
         self.values[index].value = value
@@ -579,9 +590,8 @@ class PackedArgs:
     def set_map_address(self, index: int, address: int) -> None:
         """Point the tensor map at `index` at `address` (same layout, same alignment class):
         its address field patched where the driver's encoding allows, else encoded again."""
-        offset = tensor_map_address_offset()
-        if offset is not None:
-            ctypes.c_uint64.from_buffer(self.values[index], offset).value = address
+        if self.map_addresses is not None:
+            self.map_addresses[index].value = address
         else:
             params = (address, *self.maps[index][1:])
             ctypes.memmove(self.values[index], tensor_map_bytes(tensor_map(*params)), TENSOR_MAP_BYTES)

@@ -38,6 +38,16 @@ def _dtype_name(dtype: torch.dtype) -> str:
 
 def check_inputs(a, b, out_dtype) -> torch.dtype:
     """Raise ZooError naming what is wrong with (a, b, out_dtype); return the output dtype."""
+    out_dtype = check_shapes(a, b, out_dtype)
+    if a.device != b.device:
+        raise ZooError(f"a and b are on different devices: {a.device} and {b.device}")
+    if a.device.type != "cuda":
+        raise ZooError(f"inputs must be CUDA tensors, got device {a.device}")
+    return out_dtype
+
+
+def check_shapes(a, b, out_dtype) -> torch.dtype:
+    """check_inputs without the device: what a fake (meta) tensor can be checked for too."""
     for name, t in (("a", a), ("b", b)):
         if not isinstance(t, torch.Tensor):
             raise ZooError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
@@ -56,10 +66,6 @@ def check_inputs(a, b, out_dtype) -> torch.dtype:
     out_dtype = a.dtype if out_dtype is None else out_dtype
     if out_dtype not in (a.dtype, torch.float32):
         raise ZooError(f"out_dtype must be {a.dtype} (the input dtype) or torch.float32, got {out_dtype}")
-    if a.device != b.device:
-        raise ZooError(f"a and b are on different devices: {a.device} and {b.device}")
-    if a.device.type != "cuda":
-        raise ZooError(f"inputs must be CUDA tensors, got device {a.device}")
     return out_dtype
 
 
@@ -151,10 +157,16 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None
     allow_tf32=True, or when None by torch.backends.cuda.matmul.allow_tf32, as torch.mm.
     `out`, if given, is written and returned (row-major, unit column stride, sharing no
     element with a or b; as torch.mm, not while autograd tracks any of the three).
+    Autograd and torch.compile go through the custom op zoo::mm (zoo/ops.py): gradients by
+    the zoo's own kernels, a fake implementation for tracing.
     The first call for a layout (shapes, strides, dtypes, device, alignment, options) checks
     it and works out the launch; later calls with that layout patch the addresses and fire.
     """
+    if torch.compiler.is_compiling():  # traced as the custom op (zoo/ops.py)
+        return _through_ops(a, b, out_dtype, kernel, config, out, allow_tf32)
     try:
+        if (a.requires_grad or b.requires_grad) and torch.is_grad_enabled():
+            return _through_ops(a, b, out_dtype, kernel, config, out, allow_tf32)  # autograd records it
         key = (a.shape, a.stride(), b.shape, b.stride(), a.dtype, b.dtype, a.device,
                a.data_ptr() % ALIGN_BYTES, b.data_ptr() % ALIGN_BYTES, out_dtype, kernel, config,
                a.dtype == torch.float32 and tf32_allowed(a.dtype, allow_tf32),
@@ -168,6 +180,18 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None
         if key is not None:
             remember(_calls, key, plan, _CALLS_KEPT)
     return plan.run(a, b, out)
+
+
+def _through_ops(a, b, out_dtype, kernel, config, out, allow_tf32) -> torch.Tensor:
+    """The call as the custom op torch.compile traces and autograd differentiates."""
+    if out is not None:
+        if not torch.compiler.is_compiling():
+            check_no_grad_out(*(t for t in (a, b, out) if isinstance(t, torch.Tensor)))
+        if out_dtype is not None and out_dtype != out.dtype:
+            raise ZooError(f"out_dtype {out_dtype} differs from out's dtype {out.dtype}")
+        torch.ops.zoo.mm_out(a, b, out, kernel, config, allow_tf32)
+        return out
+    return torch.ops.zoo.mm(a, b, out_dtype, kernel, config, allow_tf32)
 
 
 @dataclass

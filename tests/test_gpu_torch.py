@@ -1,0 +1,90 @@
+"""zoo.mm and zoo.bmm inside torch programs (issue 19): autograd, torch.compile (fullgraph,
+default, reduce-overhead), the custom ops' registrations, zoo.nn.Linear."""
+import pytest
+import torch
+
+import zoo
+from zoo import bench
+
+pytestmark = pytest.mark.gpu
+
+
+def rand(*shape, gen, dtype=torch.float16, grad=False):
+    return torch.randn(*shape, device="cuda", dtype=dtype, generator=gen).requires_grad_(grad)
+
+
+def rel(x, y):
+    return bench.relative_error(x, y.to(torch.float64))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+def test_backward_matches_torch_mm(dtype):
+    """dA = dC B^T, dB = A^T dC through the zoo's kernels, against torch.mm's gradients within
+    torch's own error (fp32 in full precision: TF32 off for both); transposed inputs too."""
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    bound = {torch.float32: 1e-5, torch.float16: 5e-3, torch.bfloat16: 3e-2}[dtype]
+    with bench.tf32_matmul(False):
+        for transpose in (False, True):
+            a = rand(130, 70, gen=gen, dtype=dtype, grad=True)
+            b = rand(70, 90, gen=gen, dtype=dtype, grad=True)
+            x, y = (a.t().contiguous().t(), b.t().contiguous().t()) if transpose else (a, b)
+            g = rand(130, 90, gen=gen, dtype=dtype)
+            out = zoo.mm(x, y)
+            assert out.grad_fn is not None
+            ga, gb = torch.autograd.grad(out, (a, b), g)
+            ta, tb = torch.autograd.grad(torch.mm(a.double(), b.double()), (a, b), g.double())
+            assert rel(ga, ta) < bound and rel(gb, tb) < bound, (dtype, transpose, rel(ga, ta), rel(gb, tb))
+
+
+def test_opcheck_of_the_custom_ops():
+    gen = torch.Generator(device="cuda").manual_seed(2)
+    a, b = rand(64, 32, gen=gen), rand(32, 48, gen=gen)
+    torch.library.opcheck(torch.ops.zoo.mm.default, (a, b))
+    torch.library.opcheck(torch.ops.zoo.mm_out.default, (a, b, torch.empty(64, 48, device="cuda", dtype=torch.float16)))
+    torch.library.opcheck(torch.ops.zoo.bmm.default, (rand(3, 64, 32, gen=gen), rand(3, 32, 48, gen=gen)))
+
+
+@pytest.mark.parametrize("mode", ["fullgraph", "default", "reduce-overhead"])
+def test_torch_compile_gives_torchs_answer(mode):
+    gen = torch.Generator(device="cuda").manual_seed(3)
+
+    def f(x, y, p, q):
+        return torch.relu(zoo.mm(x, y)) + 1, zoo.bmm(p, q).sum(0)
+
+    def ref(x, y, p, q):
+        return torch.relu(torch.mm(x, y)) + 1, torch.bmm(p, q).sum(0)
+    torch._dynamo.reset()
+    compiled = torch.compile(f, fullgraph=True) if mode == "fullgraph" else \
+        torch.compile(f, mode=None if mode == "default" else mode)
+    for _ in range(4):  # reduce-overhead records, then replays its CUDA graph
+        args = (rand(96, 64, gen=gen), rand(64, 80, gen=gen), rand(3, 40, 64, gen=gen), rand(3, 64, 72, gen=gen))
+        got, want = compiled(*args), ref(*args)
+        for g, w in zip(got, want):
+            assert rel(g.float(), w.float()) < 5e-3
+
+
+def test_compiled_backward_and_out():
+    gen = torch.Generator(device="cuda").manual_seed(4)
+    a, b = rand(64, 48, gen=gen, grad=True), rand(48, 32, gen=gen, grad=True)
+    loss = torch.compile(lambda x, y: zoo.mm(x, y).float().square().sum(), fullgraph=True)(a, b)
+    loss.backward()
+    ta, tb = a.detach().double().requires_grad_(), b.detach().double().requires_grad_()
+    torch.mm(ta, tb).square().sum().backward()
+    assert rel(a.grad, ta.grad) < 1e-2 and rel(b.grad, tb.grad) < 1e-2
+    out = torch.empty(64, 32, device="cuda", dtype=torch.float16)
+    with torch.no_grad():
+        torch.compile(lambda x, y, o: zoo.mm(x, y, out=o), fullgraph=True)(a, b, out)
+    assert bench.verify(a.detach(), b.detach(), out).ok
+
+
+def test_zoo_linear_matches_torch_linear():
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    lin = torch.nn.Linear(64, 48, device="cuda", dtype=torch.float16)
+    mine = zoo.nn.Linear.from_torch(lin)
+    x = rand(2, 5, 64, gen=gen, grad=True)
+    y, want = mine(x), lin(x)
+    assert y.shape == want.shape and rel(y, want) < 5e-3
+    g = torch.randn_like(y)
+    (gx,) = torch.autograd.grad(y, x, g)
+    (wx,) = torch.autograd.grad(want, x, g)
+    assert rel(gx, wx) < 5e-3
