@@ -35,7 +35,7 @@ def main():
     h = torch.float16
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, {CALLS} calls back to back, median of 5")
     rows = []
-    for m, n, k in ((16, 4096, 4096), (1024, 1024, 1024), (128, 4096, 4096)):
+    for m, n, k in ((64, 64, 64), (16, 4096, 4096), (1024, 1024, 1024), (128, 4096, 4096)):
         a = torch.randn(m, k, device="cuda", dtype=h)
         b = torch.randn(k, n, device="cuda", dtype=h)
         out = torch.empty(m, n, device="cuda", dtype=h)
@@ -58,8 +58,11 @@ def main():
     plan = next(iter(gemm._calls.values()))
     c = torch.empty(16, 4096, device="cuda", dtype=h)
     dev = torch.cuda.current_device()
+    template = torch.empty((), dtype=h, device=a.device).expand(16, 4096)
     pieces = {
         "torch.empty(16, 4096)": lambda: torch.empty((16, 4096), dtype=h, device=a.device),
+        "a.new_empty((16, 4096))": lambda: a.new_empty((16, 4096)),
+        "torch.empty_like(expanded scalar)": lambda: torch.empty_like(template),
         "layout key": lambda: (a.shape, a.stride(), b.shape, b.stride(), a.dtype, b.dtype, a.device,
                                a.data_ptr() % 16, b.data_ptr() % 16, None, None, None, False, None),
         "current_stream (raw)": lambda: gemm.current_stream(dev),
