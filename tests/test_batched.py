@@ -99,8 +99,9 @@ def test_grouped_config_counts_the_tiles_of_every_problem():
     # 128x192 = 2 waves of 1.5 units, 10 x 36 of 128x128 = 3 waves of 1: both 3 per SM, so
     # the first listed of those two, 128x192pp.
     assert registry.pick_config(spec, h100, one, group).name == "128x192pp"
-    # The tile count is the group's: one GEMM alone (36 tiles of 128x128) is under one wave.
-    assert registry.pick_config(spec, h100, one).name == "128x128"
+    # The tile count is the group's: one GEMM alone (36 tiles of 128x128) is under one wave,
+    # and 72 of 64x128 halve the busiest SM's work.
+    assert registry.pick_config(spec, h100, one).name == "64x128pp"
     assert registry.pick_config(spec, h100, registry.Problem(4096, 4096, 4096), (registry.Problem(4096, 4096, 4096),) * 4).name == "128x256"
 
 

@@ -279,6 +279,9 @@ def _run_candidates(args, lim, problem):
             for k in specs]
 
 
+LEAD_US = 200  # GPU sleep before each timed call: longer than a call's or a graph replay's host side
+
+
 def _measure(candidates, problem, warmup: int, iters: int, seed: int, lim, progress=None,
              graph: bool = True):
     """Verify each (kernel, config) on fresh random inputs against float64, then time them
@@ -317,7 +320,10 @@ def _measure_in_mode(candidates, problem, warmup, iters, seed, lim, progress, gr
     fns = {"torch.mm": lambda i: bench.torch_mm(*inputs[i], out_dtype)}
     for spec, cfg in candidates:
         fns[spec.name] = (lambda s, c: lambda i: mm(*inputs[i], out=outs[i % 2], kernel=s, config=c))(spec.name, cfg.name)
-    timings = bench.time_side_by_side(fns, sets, warmup, iters, progress=progress, graph=graph)
+    # The GPU sleeps ~LEAD_US before each replay: a replay's host side (tens of us on a slow
+    # host) then hides behind it, and the events see the device time even for tiny GEMMs.
+    timings = bench.time_side_by_side(fns, sets, warmup, iters, progress=progress, graph=graph,
+                                      lead_cycles=int(LEAD_US * max(lim.sm_clock_mhz, 1000)))
     return timings, checks, sets
 
 
@@ -426,7 +432,6 @@ def _host_us(fn, calls: int = 20) -> float:
     return 1e6 * elapsed / calls
 
 
-LEAD_US = 200  # GPU sleep before each timed call of `zoo batched`: longer than a graph replay's host side
 
 
 def cmd_batched(args) -> int:

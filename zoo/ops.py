@@ -4,12 +4,13 @@ autograd differentiates.
 `zoo.mm` calls its launch path directly when neither is involved (the op's dispatch costs
 microseconds an eager call should not pay); under torch.compile, or when an input requires
 grad, it calls these ops instead:
-- `zoo::mm(a, b, out_dtype, kernel, config, allow_tf32) -> Tensor`, with a fake (meta)
+- `zoo::mm(a, b, out_dtype, kernel_name, config_name, allow_tf32) -> Tensor` (not `kernel`:
+  inductor's fallback for custom ops takes an argument of that name itself), with a fake (meta)
   implementation, so `torch.compile(fullgraph=True)` traces it without a graph break, and a
   backward through the zoo's own kernels: dA = dC B^T, dB = A^T dC (any layout: the launch
   path copies what its kernels cannot read in place);
 - `zoo::mm_out(a, b, out, ...)`, which declares that it writes `out`;
-- `zoo::bmm(a, b, out_dtype, kernel, config) -> Tensor` for (B, M, K) x (B, K, N) batches,
+- `zoo::bmm(a, b, out_dtype, kernel_name, config_name) -> Tensor` for (B, M, K) x (B, K, N) batches,
   with its backward dA = dC B^T, dB = A^T dC per matrix.
 """
 
@@ -24,31 +25,31 @@ from . import batched, gemm
 
 @torch.library.custom_op("zoo::mm", mutates_args=())
 def mm(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype] = None,
-       kernel: Optional[str] = None, config: Optional[str] = None,
+       kernel_name: Optional[str] = None, config_name: Optional[str] = None,
        allow_tf32: Optional[bool] = None) -> torch.Tensor:
-    return gemm.mm(a, b, out_dtype=out_dtype, kernel=kernel, config=config, allow_tf32=allow_tf32)
+    return gemm.mm(a, b, out_dtype=out_dtype, kernel=kernel_name, config=config_name, allow_tf32=allow_tf32)
 
 
 @mm.register_fake
-def _(a, b, out_dtype=None, kernel=None, config=None, allow_tf32=None):
+def _(a, b, out_dtype=None, kernel_name=None, config_name=None, allow_tf32=None):
     gemm.check_shapes(a, b, out_dtype)
     return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype or a.dtype)
 
 
 @torch.library.custom_op("zoo::mm_out", mutates_args=("out",))
-def mm_out(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, kernel: Optional[str] = None,
-           config: Optional[str] = None, allow_tf32: Optional[bool] = None) -> None:
-    gemm.mm(a, b, out=out, kernel=kernel, config=config, allow_tf32=allow_tf32)
+def mm_out(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, kernel_name: Optional[str] = None,
+           config_name: Optional[str] = None, allow_tf32: Optional[bool] = None) -> None:
+    gemm.mm(a, b, out=out, kernel=kernel_name, config=config_name, allow_tf32=allow_tf32)
 
 
 @mm_out.register_fake
-def _(a, b, out, kernel=None, config=None, allow_tf32=None):
+def _(a, b, out, kernel_name=None, config_name=None, allow_tf32=None):
     gemm.check_shapes(a, b, out.dtype)
     return None
 
 
 def _mm_setup(ctx, inputs, output):
-    a, b, _, kernel, config, allow_tf32 = inputs
+    a, b, *_, allow_tf32 = inputs
     ctx.save_for_backward(a, b)
     ctx.options = {"allow_tf32": allow_tf32}  # not kernel/config: the backward's shapes differ
 
@@ -66,12 +67,12 @@ mm.register_autograd(_mm_backward, setup_context=_mm_setup)
 
 @torch.library.custom_op("zoo::bmm", mutates_args=())
 def bmm(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype] = None,
-        kernel: Optional[str] = None, config: Optional[str] = None) -> torch.Tensor:
-    return batched.bmm(a, b, out_dtype=out_dtype, kernel=kernel, config=config)
+        kernel_name: Optional[str] = None, config_name: Optional[str] = None) -> torch.Tensor:
+    return batched.bmm(a, b, out_dtype=out_dtype, kernel=kernel_name, config=config_name)
 
 
 @bmm.register_fake
-def _(a, b, out_dtype=None, kernel=None, config=None):
+def _(a, b, out_dtype=None, kernel_name=None, config_name=None):
     if a.dim() != 3 or b.dim() != 3 or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
         from .cuda import ZooError
         raise ZooError(f"bmm takes (B, M, K) and (B, K, N), got {tuple(a.shape)} and {tuple(b.shape)}")
