@@ -1,5 +1,7 @@
 """zoo: a multi-architecture GEMM kernel zoo with dispatch (NVRTC + CUDA Driver API)."""
 
+__version__ = "0.1.0"  # first: zoo.tune keys its files by it
+
 from .cuda import ZooCudaError, ZooError
 from .configs import ConfigError, TileConfig
 from .batched import bmm
@@ -8,4 +10,3 @@ from . import nn, ops  # noqa: F401 - registers the custom ops zoo::mm, zoo::mm_
 from .registry import KERNELS, Problem, select
 
 __all__ = ["mm", "bmm", "nn", "select", "KERNELS", "Problem", "TileConfig", "ZooError", "ZooCudaError", "ConfigError"]
-__version__ = "0.1.0"

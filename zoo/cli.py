@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from . import __version__, arch, configs, registry
+from . import __version__, arch, configs, cuda, registry
 from .cuda import ZooError
 
 # Logs and pipes get wide tables rather than rich's 80-column default.
@@ -96,6 +96,9 @@ def cmd_info(args) -> int:
         facts["--auto-arch picks (4096^3 fp16)"] = f"{spec.name} / {cfg.name} ({cfg.describe()})"
     except ZooError as exc:
         facts["--auto-arch picks"] = f"nothing: {exc}"
+    from . import tune
+    path, winners, why = tune.in_use(idx)
+    facts["tuning file (zoo tune)"] = f"{path}: {len(winners)} tuned shapes in use" if why is None else why
     for k, v in facts.items():
         table.add_row(k, str(v))
     if args.json != "-":
@@ -447,8 +450,8 @@ def cmd_batched(args) -> int:
     if min(args.batch, args.m, args.n, args.k, args.repeats) < 1:
         err_console.print("zoo batched: --batch, -m, -n, -k and --repeats must be >= 1")
         return EXIT_FAIL
-    if args.trace and not args.pipeline:
-        err_console.print("zoo batched: --trace goes with --pipeline (it traces the pipeline's steps)")
+    if (args.trace or args.plot) and not args.pipeline:
+        err_console.print("zoo batched: --trace and --plot go with --pipeline (they draw the pipeline's steps)")
         return EXIT_FAIL
     out_name = _out_dtype_name(args, "batched")
     if out_name is None:
@@ -491,6 +494,11 @@ def cmd_batched(args) -> int:
             with open(args.trace, "w") as f:
                 f.write(pipeline.chrome_trace(result, what))
             show.print(f"wrote {args.trace} (open in ui.perfetto.dev or chrome://tracing)")
+        if args.plot:
+            from .plot import timeline_plot
+            title = f"pipeline: {what} on {lim.part}, {datetime.date.today().isoformat()}: " \
+                    f"{result.pipelined_us:.0f} us, {100 * result.efficiency:.0f}% of ideal"
+            show.print(f"wrote {timeline_plot(result.spans, list(pipeline.LANES), title, args.plot)}")
         payload["pipeline"] = {"pipelined_us": result.pipelined_us, "serial_us": result.serial_us,
                                "ideal_us": result.ideal_us, "efficiency": result.efficiency,
                                "step_us": result.step_us, "verified": not failed}
@@ -660,6 +668,11 @@ def cmd_bench(args) -> int:
                           "", "", end_section=True)
     show.print(table)
     geomeans = {g: _geomean([r["pct_of_torch"] for r in rows if r["suite"] == g]) for g in groups}
+    if args.plot:
+        from .plot import bench_plot
+        label = f"zoo vs torch.mm, {_dtype_label(args, out_name)}, {_timing_name(args)}\n" \
+                f"{lim.part}, {datetime.date.today().isoformat()}"
+        show.print(f"wrote {bench_plot(rows, label, args.plot)}")
     _write_json(args.json, {
         "device": lim.part, "cc": f"{lim.cc[0]}.{lim.cc[1]}", "date": datetime.date.today().isoformat(),
         "torch": torch.__version__, "dtype": args.dtype, "out_dtype": out_name,
@@ -668,6 +681,73 @@ def cmd_bench(args) -> int:
     if failed:
         err_console.print(f"[bold red]verification failed[/] for {', '.join(failed)}: the result is wrong")
         return EXIT_FAIL
+    return EXIT_OK
+
+
+# ----------------------------------------------------------------------------- tune
+
+def cmd_tune(args) -> int:
+    from . import tune
+    if not _gpu_available():
+        _write_json(args.json, {"gpu": None})
+        return _no_gpu("tune")
+    import torch
+    from . import gemm
+    idx = torch.cuda.current_device()
+    lim = gemm.device_limits(idx)
+    show = err_console if args.json == "-" else console
+    attrs = cuda.device_attributes(idx)
+    key = tune.device_key(attrs["name"], lim.cc, cuda.driver_version())
+    path = tune.tuning_file(attrs["name"])
+    if path is None:
+        err_console.print("zoo tune: no cache folder to keep a tuning file in (set ZOO_CACHE_DIR)")
+        return EXIT_FAIL
+    if args.show:
+        winners, why = tune.read(path, key)
+        table = Table(title=f"{path}: " + (why or f"{len(winners)} tuned shapes, in use"))
+        for col in ("problem", "kernel / config / splits", "us", "torch.mm us"):
+            table.add_column(col, justify="left" if col != "us" and "torch" not in col else "right")
+        for problem, w in sorted(winners.items()):
+            table.add_row(problem, f"{w['kernel']} / {w['config']} / {w.get('splits') or 'auto'}",
+                          f"{w['us']:.1f}", f"{w['torch_us']:.1f}")
+        show.print(table)
+        _write_json(args.json, {"file": str(path), "key": key, "in_use": why is None, "why": why, "winners": winners})
+        return EXIT_OK
+    out_name = _out_dtype_name(args, "tune")
+    if out_name is None:
+        return EXIT_FAIL
+    shapes = _parse_shapes(args.shapes) if args.shapes else SUITES[args.suite]
+    problems = [_problem(args, m, n, k, out_name) for m, n, k in shapes]
+    total = sum(len(tune.candidates(idx, p)) for p in problems)
+    winners, report = {}, []
+    table = Table(title=f"zoo tune on {lim.part}: the fastest verified (kernel, config, split-K) per shape")
+    for col in ("problem", "winner", "us", "torch.mm us", "model's choice us", "candidates"):
+        table.add_column(col, justify="left" if col in ("problem", "winner") else "right")
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err_console, transient=True) as progress:
+        task = progress.add_task("tune", total=total)
+        for problem in problems:
+            progress.update(task, description=f"{problem.m}x{problem.n}x{problem.k}")
+            rows = tune.measure(idx, problem, iters=args.iters, warmup=args.warmup, seed=args.seed,
+                                progress=lambda: progress.advance(task))
+            best = rows[0]
+            if not best["verified"]:
+                err_console.print(f"zoo tune: no candidate verified for {problem}")
+                return EXIT_FAIL
+            name = tune.problem_key(problem.dtype, problem.out_dtype, problem.tf32, problem.m, problem.n, problem.k)
+            winners[name] = {k: best[k] for k in ("kernel", "config", "splits", "us", "torch_us")}
+            model = next((r for r in rows if r["splits"] is None and (r["kernel"], r["config"]) ==
+                          tuple(x.name for x in registry.select(lim, problem))), None)
+            table.add_row(name, f"{best['kernel']} / {best['config']} / {best['splits'] or 'auto'}",
+                          f"{best['us']:.1f}", f"{best['torch_us']:.1f}",
+                          f"{model['us']:.1f}" if model else "-", str(len(rows)))
+            report.append({"problem": name, "rows": rows})
+    tune.write(path, key, winners)
+    tune.forget()
+    gemm._calls.clear()  # plans made before the file changed
+    show.print(table)
+    show.print(f"wrote {path}: zoo.mm takes these choices for these shapes on this GPU (zoo tune --show)")
+    _write_json(args.json, {"file": str(path), "key": key, "winners": winners, "measured": report})
     return EXIT_OK
 
 
@@ -757,8 +837,20 @@ def parser() -> argparse.ArgumentParser:
     _dtype_options(s)
     s.add_argument("--kernel", help="this kernel instead of the automatic choice per shape")
     s.add_argument("--config", help="this config instead of the automatic choice per shape")
+    s.add_argument("--plot", metavar="PATH", help="draw TFLOP/s against problem size, zoo and torch.mm, to PATH (.png)")
     _timing_options(s, iters=50)
     s.set_defaults(fn=cmd_bench)
+
+    s = sub.add_parser("tune", help="measure every kernel/config/split for shapes on this GPU; zoo.mm then uses the winners")
+    s.add_argument("--suite", choices=tuple(SUITES), default="skinny", help="shapes to tune (skinny)")
+    s.add_argument("--shapes", help="comma-separated MxNxK list instead of a suite")
+    _dtype_options(s)
+    s.add_argument("--show", action="store_true", help="print the tuning file in use and measure nothing")
+    s.add_argument("--iters", type=int, default=20)
+    s.add_argument("--warmup", type=int, default=5)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--json", metavar="PATH")
+    s.set_defaults(fn=cmd_tune)
 
     s = sub.add_parser("batched", help="many small GEMMs: zoo.bmm's modes vs torch.bmm, or the stream pipeline")
     s.add_argument("--batch", type=int, default=10)
@@ -774,6 +866,7 @@ def parser() -> argparse.ArgumentParser:
                    help="pinned host memory in and out: copy-in, GEMM and copy-out on three streams")
     s.add_argument("--repeats", type=int, default=5, help="pipeline runs to take the median of (5)")
     s.add_argument("--trace", metavar="PATH", help="with --pipeline: write a Chrome trace (JSON) of the steps")
+    s.add_argument("--plot", metavar="PATH", help="with --pipeline: draw the copy/GEMM timeline to PATH (.png)")
     _timing_options(s, iters=50, eager=False)
     s.set_defaults(fn=cmd_batched)
     return p

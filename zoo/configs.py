@@ -19,7 +19,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from .arch import ArchLimits
     from .registry import KernelSpec
 
-CONFIGS_DIR = Path(__file__).resolve().parent.parent / "configs"
+# A checkout's configs/, or an installed wheel's zoo/tiles.
+CONFIGS_DIR = next((d for d in (Path(__file__).resolve().parent.parent / "configs",
+                                Path(__file__).resolve().parent / "tiles") if d.is_dir()),
+                   Path(__file__).resolve().parent / "tiles")
 
 
 class ConfigError(ZooError):

@@ -19,7 +19,10 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-KERNELS_DIR = Path(__file__).resolve().parent.parent / "kernels"
+# A checkout keeps the kernel sources beside the package; an installed wheel inside it.
+KERNELS_DIR = next((d for d in (Path(__file__).resolve().parent.parent / "kernels",
+                                Path(__file__).resolve().parent / "kernels") if d.is_dir()),
+                   Path(__file__).resolve().parent / "kernels")
 CACHE_FORMAT = b"zoo-cubin-v2"
 
 
@@ -68,13 +71,28 @@ def _check(result, call: str, **ctx):
 
 # ----------------------------------------------------------------------------- NVRTC
 
-def nvrtc_version() -> tuple[int, int]:
+NVRTC_HELP = ("NVRTC (libnvrtc) was not found: the zoo compiles its kernels at run time. Install it with "
+              "`pip install nvidia-cuda-nvrtc nvidia-cuda-runtime nvidia-cuda-crt` (CUDA 13 drivers) or "
+              "`pip install -r requirements-cu12.txt` (CUDA 12 drivers), or set CUDA_HOME to a CUDA toolkit")
+
+
+@functools.lru_cache(maxsize=None)
+def _nvrtc():
+    """cuda.bindings' nvrtc, once its library is known to load (one clear line if not)."""
     _, nvrtc = _bindings()
-    return _check(nvrtc.nvrtcVersion(), "nvrtcVersion")
+    try:
+        nvrtc.nvrtcVersion()
+    except Exception as exc:  # noqa: BLE001 - cuda.pathfinder's DynamicLibNotFoundError and kin
+        raise ZooError(f"{NVRTC_HELP} ({type(exc).__name__}: {exc})") from None
+    return nvrtc
+
+
+def nvrtc_version() -> tuple[int, int]:
+    return _check(_nvrtc().nvrtcVersion(), "nvrtcVersion")
 
 
 def nvrtc_supported_archs() -> list[int]:
-    _, nvrtc = _bindings()
+    nvrtc = _nvrtc()
     count = _check(nvrtc.nvrtcGetNumSupportedArchs(), "nvrtcGetNumSupportedArchs")
     return list(_check(nvrtc.nvrtcGetSupportedArchs(), "nvrtcGetSupportedArchs"))[:count]
 
@@ -229,7 +247,7 @@ def compile_cubin(source: Path, arch: str, defines: dict[str, int | str] | None 
     The cache key hashes the source, every zoo header it includes, the CUDA headers it
     includes (transitively) and their version, the options, the NVRTC version and the arch.
     """
-    _, nvrtc = _bindings()
+    nvrtc = _nvrtc()
     ctx = {"kernel": kernel, "config": config}
     number = int(re.sub(r"\D", "", arch))
     if number not in nvrtc_supported_archs():

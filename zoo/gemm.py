@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import arch, bench, cuda, overlap, registry
+from . import arch, bench, cuda, overlap, registry, tune
 from .configs import TileConfig
 from .cuda import ZooError
 from .registry import KernelSpec, Problem
@@ -209,10 +209,11 @@ class CallPlan:
     aligned: bool
     extents: tuple[int, int, int]  # bytes from data_ptr() to the end of a, b, out's span
     options: dict                  # the call's kernel, config, out_dtype, allow_tf32
+    template: torch.Tensor         # one element expanded to (m, n): empty_like gives a fresh C
 
     def run(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
         if out is None:
-            c = torch.empty((self.m, self.n), dtype=self.out_dtype, device=a.device)
+            c = torch.empty_like(self.template)
         else:
             if torch.is_grad_enabled() and (out.requires_grad or a.requires_grad or b.requires_grad):
                 raise ZooError(AUTOGRAD_MESSAGE)
@@ -279,18 +280,43 @@ def plan_call(a, b, out_dtype, kernel, config, out, allow_tf32) -> CallPlan:
     extents = (_extent(a), _extent(b), _extent(out) if out is not None else 0)
     options = {"out_dtype": out_dtype, "kernel": kernel, "config": config, "allow_tf32": allow_tf32}
     if m == 0 or n == 0 or k == 0:
-        return CallPlan(m, n, out_dtype, None, False, False, False, extents, options)
+        return CallPlan(m, n, out_dtype, None, False, False, False, extents, options, _template(m, n, out_dtype, a.device))
     device_index = a.device.index if a.device.index is not None else torch.cuda.current_device()
     limits = device_limits(device_index)
     problem = Problem(m, n, k, _dtype_name(a.dtype), _dtype_name(out_dtype), tf32_allowed(a.dtype, allow_tf32),
                       ldb=b.stride(0) if b.stride(1) == 1 and k > 1 else 0)  # one row has no stride
-    spec, cfg = _select(limits, problem, kernel_name=kernel, config_name=config)
+    spec, cfg, splits = _choose(limits, problem, device_index, kernel, config)
     a_read, lda, a_copy = row_major_plan(a, spec.aligned_rows)
     b_read, ldb, b_copy = row_major_plan(b, spec.aligned_rows)
     c = torch.empty((m, n), dtype=out_dtype, device=a.device) if out is None else out
-    launch = plan_launch(spec, cfg, device_index, a_read, b_read, c, k, lda, ldb)
+    launch = plan_launch(spec, cfg, device_index, a_read, b_read, c, k, lda, ldb, splits=splits)
+    launch.choice = (spec.name, cfg.name, splits)
     return CallPlan(m, n, out_dtype, launch, a_copy is not None, b_copy is not None, spec.aligned_rows,
-                    extents, options)
+                    extents, options, _template(m, n, out_dtype, a.device))
+
+
+def _template(m: int, n: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """What torch.empty_like turns into a fresh contiguous (m, n) output: one element expanded
+    (its strides are 0, so like-strides cannot be kept). empty_like parses one argument, where
+    torch.empty parses a shape, a dtype and a device: 5.0 against 7.5 us on the lent host."""
+    template = torch.empty((), dtype=dtype, device=device).expand(m, n)
+    fresh = torch.empty_like(template)
+    if not fresh.is_contiguous() or fresh.shape != (m, n):  # pragma: no cover - torch's rule changed
+        raise ZooError("torch.empty_like of an expanded tensor is not contiguous in this torch")
+    return template
+
+
+def _choose(limits, problem: Problem, device_index: int, kernel: str | None, config: str | None):
+    """(kernel, config, splits or None for the registry's rule): what `zoo tune` measured
+    fastest on this GPU for this shape, where it did and nothing was named; else the registry."""
+    if kernel is None and config is None:
+        won = tune.lookup(device_index, problem.dtype, problem.out_dtype, problem.tf32, problem.m, problem.n, problem.k)
+        if won is not None:
+            try:
+                return (*_select(limits, problem, kernel_name=won.kernel, config_name=won.config), won.splits)
+            except ZooError as exc:  # a winner this zoo no longer has: the model decides
+                cuda._warn_once(f"tuned choice {won} not used: {exc}")
+    return (*_select(limits, problem, kernel_name=kernel, config_name=config), None)
 
 
 def remember(cache: OrderedDict, key, value, kept: int) -> None:
@@ -330,6 +356,7 @@ class Launch:
         self.maps = maps                # A and B (and C when it goes out by TMA) are tensor maps
         self.c_map = maps and args[2][0] is not None  # C goes out through its tensor map
         self.lock = threading.Lock()    # one thread patches and fires at a time
+        self.choice: tuple | None = None  # (kernel, config, splits) zoo.mm chose, for zoo tune's tests
 
     def fire_at(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:
         with self.lock:
@@ -449,12 +476,13 @@ def launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor
 
 def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor,
                 b: torch.Tensor, c: torch.Tensor, k: int, lda: int, ldb: int, *,
-                alone: bool = True) -> Launch:
+                alone: bool = True, splits: int | None = None) -> Launch:
     """`launch`'s work before the launch itself (compile on first use, grid, split-K, tensor
     maps, arguments): what a repeated call can keep. TMA kernels also take a batch of
     same-shape GEMMs in one launch: a, b and c 3-D (the batch first, uniform strides), lda and
     ldb their row strides. alone=False: other launches share the GPU at the same time (the
-    streams mode), so a grid under one wave is left as it is, not split along K to fill it."""
+    streams mode), so a grid under one wave is left as it is, not split along K to fill it.
+    splits: K slices by hand (zoo tune), instead of the registry's rule."""
     batch = c.shape[0] if c.dim() == 3 else 1
     if batch > 1 and not spec.tma_boxes:
         raise ZooError(f"{spec.name} takes one GEMM per launch; batches go through its grouped entry point")
@@ -462,7 +490,8 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
     with torch.cuda.device(device_index):  # compiling loads a module: in the right context
         fn = compiled(spec, cfg, _dtype_name(a.dtype), _dtype_name(c.dtype), device_index)
         resident = _resident_clusters(spec, cfg, fn, device_index)
-        splits = registry.split_k(spec, cfg, m, n, k, resident, batch) if alone else 1
+        if splits is None or not spec.split_k:
+            splits = registry.split_k(spec, cfg, m, n, k, resident, batch) if alone else 1
         grid = spec.grid(cfg, m, n, resident, splits, batch)
         if grid[0] > INT32_MAX:
             raise ZooError(f"{m}x{n} needs {grid[0]} blocks of {cfg.block_m}x{cfg.block_n}; the grid allows {INT32_MAX}")

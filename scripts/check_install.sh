@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# A user's install on a CPU machine: a fresh virtualenv, `pip install .` (the wheel's own
+# dependencies: NVRTC, the CUDA headers, cuobjdump), then the offline check for Hopper from
+# outside the checkout. torch comes first from the pip cache (any torch >= 2.4).
+set -eo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+venv=$(mktemp -d)/venv
+python3 -m venv "$venv"
+"$venv/bin/python" -m pip install -q --upgrade pip
+"$venv/bin/python" -m pip install -q "${ZOO_TORCH:-torch==2.13.0}"
+"$venv/bin/python" -m pip install -q "$root"
+cd "$(dirname "$venv")"
+"$venv/bin/zoo" build --arch sm_90a --check > build.log || { tail -20 build.log; exit 1; }
+tail -1 build.log
+rm -rf "$(dirname "$venv")"

@@ -1,0 +1,90 @@
+"""zoo tune's file: keyed by what it was measured with, written atomically, stale files
+ignored with a note; on a GPU, zoo.mm takes its winners."""
+import json
+
+import pytest
+import torch
+
+import zoo
+from zoo import gemm, tune
+
+KEY = tune.device_key("NVIDIA Tesla T4", (7, 5), (12, 8))
+WIN = {"kernel": "sm75_hgemm_wmma", "config": "64x64", "splits": None, "us": 10.0, "torch_us": 12.0}
+
+
+def test_winners_round_trip_and_merge(tmp_path):
+    path = tmp_path / "tune-t4.json"
+    tune.write(path, KEY, {"float16->float16 16x4096x4096": WIN})
+    tune.write(path, KEY, {"float16->float16 1x4096x4096": dict(WIN, config="128x128")})
+    winners, why = tune.read(path, KEY)
+    assert why is None and set(winners) == {"float16->float16 16x4096x4096", "float16->float16 1x4096x4096"}
+    assert [p.name for p in tmp_path.iterdir()] == ["tune-t4.json"]  # no temp file left
+
+
+@pytest.mark.parametrize("field", ["gpu", "cc", "driver", "zoo", "sources"], ids=lambda f: f"key-{f}")
+def test_a_file_measured_under_another_key_is_stale(tmp_path, field):
+    path = tmp_path / "tune.json"
+    tune.write(path, KEY, {"float16->float16 16x4096x4096": WIN})
+    other = dict(KEY, **{field: "something else"})
+    winners, why = tune.read(path, other)
+    assert winners == {} and f"stale ({field} changed" in why and "run `zoo tune` again" in why
+    tune.write(path, other, {"x": WIN})  # measuring under the new key replaces the old winners
+    assert json.loads(path.read_text())["winners"] == {"x": WIN}
+
+
+def test_a_kernel_or_config_edit_changes_the_sources_hash(tmp_path, monkeypatch):
+    before = tune.sources_hash()
+    kernels = tmp_path / "kernels"
+    kernels.mkdir()
+    (kernels / "k.cu").write_text("// one\n")
+    monkeypatch.setattr(tune.cuda, "KERNELS_DIR", kernels)
+    one = tune.sources_hash()
+    (kernels / "k.cu").write_text("// two\n")
+    assert len({before, one, tune.sources_hash()}) == 3
+
+
+def test_unreadable_file_is_a_note_not_a_crash(tmp_path):
+    path = tmp_path / "tune.json"
+    path.write_text("{ not json")
+    winners, why = tune.read(path, KEY)
+    assert winners == {} and "unreadable tuning file" in why
+
+
+def test_file_name_is_the_gpu_name(monkeypatch, tmp_path):
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path))
+    assert tune.tuning_file("NVIDIA H100 80GB HBM3") == tmp_path / "tune-nvidia-h100-80gb-hbm3.json"
+
+
+@pytest.mark.gpu
+def test_zoo_mm_takes_the_tuned_choice(tmp_path, monkeypatch):
+    """After `zoo tune` on a shape, zoo.mm plans that shape with the winner; another winner in
+    the file changes the choice; shapes the file does not name keep the model's."""
+    from zoo import cli, cuda
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path))
+    tune.forget()
+    gemm._calls.clear()
+    assert cli.main(["tune", "--shapes", "64x512x1024", "--iters", "5"]) == 0
+    idx = torch.cuda.current_device()
+    path, winners, why = tune.in_use(idx)
+    assert why is None and path.parent == tmp_path
+    (name, won), = winners.items()
+    a = torch.randn(64, 1024, device="cuda", dtype=torch.float16)
+    b = torch.randn(1024, 512, device="cuda", dtype=torch.float16)
+    zoo.mm(a, b)
+    plan = next(iter(gemm._calls.values()))
+    assert plan.launch.choice == (won["kernel"], won["config"], won["splits"])
+    # Another winner, written as zoo tune would: the next plan takes it.
+    model = zoo.select(gemm.device_limits(idx), zoo.Problem(64, 512, 1024))
+    other = next(c for c in model[0].configs if c.name != won["config"] and c.name != model[1].name
+                 and not zoo.configs.problems(c, model[0], gemm.device_limits(idx)))
+    attrs = cuda.device_attributes(idx)
+    key = tune.device_key(attrs["name"], gemm.device_limits(idx).cc, cuda.driver_version())
+    tune.write(path, key, {name: dict(won, kernel=model[0].name, config=other.name, splits=None)})
+    tune.forget()
+    gemm._calls.clear()
+    c = zoo.mm(a, b)
+    assert next(iter(gemm._calls.values())).launch.choice[1] == other.name
+    assert zoo.bench.verify(a, b, c).ok
+    zoo.mm(a[:32], b)  # not tuned: the model's choice
+    assert list(gemm._calls.values())[-1].launch.choice[2] is None
+    tune.forget()

@@ -1,0 +1,175 @@
+"""`zoo tune`: the user's GPU measures which (kernel, config, split-K) runs each shape fastest,
+and zoo.mm takes those winners from then on.
+
+The winners live in one JSON file per device in the kernel cache folder (tune-<gpu>.json),
+written atomically, under a key of what they were measured with: GPU name, compute
+capability, driver, zoo version and a hash of every kernel source and config file. A file
+whose key differs from the running one is stale: ignored, with a note (once). The registry's
+model stays the choice for every shape the file does not name. This is how a T4 owner gets the
+best config on hardware nobody else measured.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import __version__, cuda
+from .configs import CONFIGS_DIR
+
+TUNE_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Choice:
+    kernel: str
+    config: str
+    splits: int | None  # None: the registry's split-K rule
+
+
+def sources_hash() -> str:
+    """Every kernel source and config file: a change to any makes older winners stale."""
+    digest = hashlib.sha256()
+    files = sorted([*cuda.KERNELS_DIR.rglob("*.cu"), *cuda.KERNELS_DIR.rglob("*.cuh"), *CONFIGS_DIR.glob("*.yaml")])
+    for path in files:
+        digest.update(path.name.encode() + hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()[:16]
+
+
+def device_key(name: str, cc: tuple[int, int], driver: tuple[int, int]) -> dict:
+    return {"format": TUNE_FORMAT, "gpu": name, "cc": f"{cc[0]}.{cc[1]}", "driver": f"{driver[0]}.{driver[1]}",
+            "zoo": __version__, "sources": sources_hash()}
+
+
+def problem_key(dtype: str, out_dtype: str, tf32: bool, m: int, n: int, k: int) -> str:
+    return f"{dtype}->{out_dtype}{' tf32' if tf32 else ''} {m}x{n}x{k}"
+
+
+def tuning_file(gpu_name: str) -> Path | None:
+    folder = cuda.cache_dir()
+    if folder is None:
+        return None
+    return folder / f"tune-{re.sub(r'[^A-Za-z0-9]+', '-', gpu_name).strip('-').lower()}.json"
+
+
+def read(path: Path, key: dict) -> tuple[dict[str, dict], str | None]:
+    """(winners, why the file is not used or None)."""
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}, "no tuning file"
+    except (OSError, ValueError) as exc:
+        return {}, f"unreadable tuning file {path} ({exc})"
+    if data.get("key") != key:
+        changed = sorted(k for k in key if data.get("key", {}).get(k) != key[k])
+        return {}, (f"tuning file {path} is stale ({', '.join(changed)} changed since it was measured); "
+                    "run `zoo tune` again")
+    return data.get("winners", {}), None
+
+
+def write(path: Path, key: dict, winners: dict[str, dict]) -> None:
+    """Merge `winners` into the file (a file with another key is replaced), atomically."""
+    old, why = read(path, key)
+    merged = {**old, **winners}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump({"key": key, "winners": merged}, f, indent=1, sort_keys=True)
+        os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+
+
+_loaded: dict[int, tuple[Path | None, dict[str, dict], str | None]] = {}
+
+
+def in_use(device_index: int) -> tuple[Path | None, dict[str, dict], str | None]:
+    """(file, winners, why not used) for a device, read once per process (zoo tune resets it)."""
+    if device_index not in _loaded:
+        attrs = cuda.device_attributes(device_index)
+        path = tuning_file(attrs["name"])
+        key = device_key(attrs["name"], (attrs["cc_major"], attrs["cc_minor"]), cuda.driver_version())
+        winners, why = read(path, key) if path else ({}, "no cache folder for a tuning file")
+        if why and why != "no tuning file":
+            cuda._warn_once(why)
+        _loaded[device_index] = (path, winners, why)
+    return _loaded[device_index]
+
+
+def lookup(device_index: int, dtype: str, out_dtype: str, tf32: bool, m: int, n: int, k: int) -> Choice | None:
+    _, winners, _ = in_use(device_index)
+    won = winners.get(problem_key(dtype, out_dtype, tf32, m, n, k))
+    return Choice(won["kernel"], won["config"], won.get("splits")) if won else None
+
+
+def forget() -> None:
+    _loaded.clear()
+
+
+def candidates(device_index: int, problem) -> list[tuple[object, object, int | None]]:
+    """Every eligible (kernel, config, splits) for a problem on the device: each kernel that runs
+    it, each config that fits, and for split-K kernels the registry's rule (None) and 1-4
+    slices where a slice keeps at least MIN_SPLIT_K_TILES K-tiles."""
+    from . import configs, gemm, registry
+    limits = gemm.device_limits(device_index)
+    out = []
+    for spec in registry.eligible(limits.cc, problem):
+        for cfg in spec.configs:
+            if configs.problems(cfg, spec, limits):
+                continue
+            splits = [None]
+            if spec.split_k:
+                k_tiles = -(-problem.k // cfg.block_k)
+                splits += [s for s in (1, 2, 3, 4) if k_tiles // s >= registry.MIN_SPLIT_K_TILES]
+            out += [(spec, cfg, s) for s in splits]
+    return out
+
+
+def measure(device_index: int, problem, iters: int = 20, warmup: int = 5, seed: int = 0,
+            progress=None) -> list[dict]:
+    """Verify and time every candidate for `problem` against torch.mm in one run (CUDA-graph
+    replays, the GPU kept ahead of the host): rows sorted fastest first, wrong ones last."""
+    import torch
+    from . import bench, gemm
+    dtype, out_dtype = getattr(torch, problem.dtype), getattr(torch, problem.out_dtype)
+    m, n, k = problem.m, problem.n, problem.k
+    limits = gemm.device_limits(device_index)
+    gen = torch.Generator(device=f"cuda:{device_index}").manual_seed(seed)
+    a = torch.randn(m, k, device=f"cuda:{device_index}", dtype=dtype, generator=gen)
+    b = torch.randn(k, n, device=f"cuda:{device_index}", dtype=dtype, generator=gen)
+    c = torch.empty(m, n, device=f"cuda:{device_index}", dtype=out_dtype)
+    fns, rows = {"torch.mm": lambda i: bench.torch_mm(a, b, out_dtype)}, []
+    with bench.tf32_matmul(problem.tf32):
+        for spec, cfg, splits in candidates(device_index, problem):
+            name = f"{spec.name} / {cfg.name} / {'auto' if splits is None else splits}"
+            a_read, lda, a_copy = gemm.row_major_plan(a, spec.aligned_rows)
+            b_read, ldb, b_copy = gemm.row_major_plan(b, spec.aligned_rows)
+            for dst, src in ((a_copy, a), (b_copy, b)):
+                if dst is not None:
+                    dst.copy_(src)
+            launch = gemm.plan_launch(spec, cfg, device_index, a_read, b_read, c, k, lda, ldb, splits=splits)
+            c.fill_(float("nan"))
+            launch.fire()
+            check = bench.verify(a, b, c)
+            rows.append({"kernel": spec.name, "config": cfg.name, "splits": splits, "name": name,
+                         "verified": check.ok})
+            if check.ok:
+                fns[name] = (lambda f: lambda i: f())(launch.fire)
+            if progress:
+                progress()
+        lead = int(200 * max(limits.sm_clock_mhz, 1000))
+        timings = bench.time_side_by_side(fns, 1, warmup, iters, lead_cycles=lead)
+    torch_us = 1e3 * timings["torch.mm"].median_ms
+    for row in rows:
+        t = timings.get(row["name"])
+        row["us"] = 1e3 * t.median_ms if t else float("inf")
+        row["torch_us"] = torch_us
+    return sorted(rows, key=lambda r: (not r["verified"], r["us"]))
