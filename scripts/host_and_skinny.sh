@@ -10,12 +10,14 @@ cd "$(dirname "$0")/.."
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 python3 scripts/host_cost.py 2>&1 | tee "$OUT/host-cost.txt"
 for suite in skinny small; do
-  bin/zoo bench --suite $suite --json "$OUT/bench-$suite.json" 2>&1 | tail -26 > "$OUT/bench-$suite.txt"
+  bin/zoo bench --suite $suite --json "$OUT/bench-$suite.json" --plot "$OUT/bench-$suite.png" 2>&1 | tail -26 > "$OUT/bench-$suite.txt"
   bin/zoo bench --suite $suite --config "${FORCE:-128x128}" --json "$OUT/bench-$suite-forced.json" 2>&1 | tail -26 > "$OUT/bench-$suite-forced.txt"
   bin/zoo bench --suite $suite --eager --iters 10 --json "$OUT/bench-$suite-eager.json" 2>&1 | tail -26 > "$OUT/bench-$suite-eager.txt"
 done
 bin/zoo bench --suite llm --eager --iters 10 --json "$OUT/bench-llm-eager.json" 2>&1 | tail -20 > "$OUT/bench-llm-eager.txt"
 bin/zoo bench --suite square --json "$OUT/bench-square.json" 2>&1 | tail -8 > "$OUT/bench-square.txt"
+bin/zoo bench --suite llm --json "$OUT/bench-llm.json" --plot "$OUT/bench-llm.png" 2>&1 | tail -20 > "$OUT/bench-llm.txt"
+bin/zoo batched --pipeline --plot "$OUT/pipeline.png" --json "$OUT/pipeline.json" 2>&1 | tail -12 > "$OUT/pipeline.txt"
 bin/zoo batched --json "$OUT/batched.json" 2>&1 | tail -14 > "$OUT/batched.txt"
 python3 - "$OUT" <<'PY'
 import json, sys, pathlib
