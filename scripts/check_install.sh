@@ -5,10 +5,11 @@
 set -eo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 venv=$(mktemp -d)/venv
+log=$(dirname "$venv")/pip.log
 python3 -m venv "$venv"
-"$venv/bin/python" -m pip install -q --upgrade pip
-"$venv/bin/python" -m pip install -q "${ZOO_TORCH:-torch==2.13.0}"
-"$venv/bin/python" -m pip install -q "$root"
+{ "$venv/bin/python" -m pip install -q --upgrade pip &&
+  "$venv/bin/python" -m pip install -q "${ZOO_TORCH:-torch==2.13.0}" &&
+  "$venv/bin/python" -m pip install -q "$root"; } > "$log" 2>&1 || { tail -30 "$log"; exit 1; }
 cd "$(dirname "$venv")"
 "$venv/bin/zoo" build --arch sm_90a --check > build.log || { tail -20 build.log; exit 1; }
 tail -1 build.log

@@ -37,34 +37,22 @@ MIN_SPLIT_K_TILES = 8   # a K slice of at least 8 K-tiles keeps the TMA ring bus
 MAX_SPLITS = 8
 
 
-SPLIT_GAIN = 0.05  # a split must cut the busiest SM's work by this much to pay for its partials
-
-
 def split_k(spec: KernelSpec, c: cfgs.TileConfig, m: int, n: int, k: int, resident_clusters: int,
             batch: int = 1) -> int:
-    """How many slices of K a persistent kernel cuts each tile into. Under one wave of units
-    (tiles of all `batch` matrices), or two for tiles taller than M, the count that least
-    loads the busiest SM: units x splits
-    over the resident clusters, rounded up, in tiles' worth of work (86 units on 132 SMs: 3
-    slices, 258 units, 2 per SM of a third of a tile each, where 1 or 2 slices leave a whole
-    tile on some SMs); each slice at least MIN_SPLIT_K_TILES deep, and none empty (the count
-    is recomputed from the slice depth)."""
+    """How many slices of K a persistent kernel cuts each tile into: 1 when the tiles (of all
+    `batch` matrices) fill the resident clusters; else enough units to fill them, each at
+    least MIN_SPLIT_K_TILES deep (no empty slice: the count is recomputed from the slice depth).
+    NOTE: a finer rule (the count that least loads the busiest SM, e.g. 3 slices for 86 tiles
+    on 132 SMs) was measured on an H100 and lost where M fills a tile's rows (128 x 11008 x
+    4096: 79% of torch.mm against 96%); NOTES.md, "Small and skinny shapes"."""
     units = stacks(c, m, n) * batch
-    # NOTE: past one wave only skinny tiles (M under a tile) split: their partials are a few
-    # rows (the kernel moves only rows under M); a full tile's would cost more than it saves.
-    if not spec.split_k or units >= 2 * resident_clusters or (units >= resident_clusters and m >= c.block_m):
+    if not spec.split_k or units >= resident_clusters:
         return 1
     k_tiles = -(-k // c.block_k)
-    best, best_load = 1, float(-(-units // resident_clusters))
-    for splits in range(2, MAX_SPLITS + 1):
-        if k_tiles // splits < MIN_SPLIT_K_TILES:
-            break
-        load = -(-units * splits // resident_clusters) / splits
-        if load < best_load * (1 - SPLIT_GAIN):
-            best, best_load = splits, load
-    if best == 1:
+    splits = min(resident_clusters // units, k_tiles // MIN_SPLIT_K_TILES, MAX_SPLITS)
+    if splits <= 1:
         return 1
-    per = -(-k_tiles // best)
+    per = -(-k_tiles // splits)
     return -(-k_tiles // per)
 
 
