@@ -19,10 +19,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from .arch import ArchLimits
     from .registry import KernelSpec
 
-# A checkout's configs/, or an installed wheel's zoo/tiles.
-CONFIGS_DIR = next((d for d in (Path(__file__).resolve().parent.parent / "configs",
-                                Path(__file__).resolve().parent / "tiles") if d.is_dir()),
-                   Path(__file__).resolve().parent / "tiles")
+# An installed wheel's zoo/tiles, or a checkout's configs/ (the package's own folder first).
+CONFIGS_DIR = next((d for d in (Path(__file__).resolve().parent / "tiles",
+                                Path(__file__).resolve().parent.parent / "configs") if d.is_dir()),
+                   Path(__file__).resolve().parent.parent / "configs")
 
 
 class ConfigError(ZooError):

@@ -19,10 +19,11 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-# A checkout keeps the kernel sources beside the package; an installed wheel inside it.
-KERNELS_DIR = next((d for d in (Path(__file__).resolve().parent.parent / "kernels",
-                                Path(__file__).resolve().parent / "kernels") if d.is_dir()),
-                   Path(__file__).resolve().parent / "kernels")
+# An installed wheel keeps the kernel sources inside the package (zoo/kernels); a checkout
+# beside it (kernels/). The package's own folder first: site-packages/kernels may be another's.
+KERNELS_DIR = next((d for d in (Path(__file__).resolve().parent / "kernels",
+                                Path(__file__).resolve().parent.parent / "kernels") if d.is_dir()),
+                   Path(__file__).resolve().parent.parent / "kernels")
 CACHE_FORMAT = b"zoo-cubin-v2"
 
 
