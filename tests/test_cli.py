@@ -25,7 +25,7 @@ def test_list_shows_the_registry_and_json():
 
 
 @no_gpu_only
-@pytest.mark.parametrize("command", [["run", "--auto-arch"], ["info"]])
+@pytest.mark.parametrize("command", [["run", "--auto-arch"], ["info"], ["tune"], ["tune", "--show"]])
 def test_gpu_commands_exit_2_with_a_message(command):
     rc, out, err = run(*command, "--json", "-")
     assert rc == 2
@@ -102,3 +102,17 @@ def test_explain_refuses_what_a_kernel_cannot_do():
     assert rc == 1 and "builds for sm_90a, not sm_75" in err
     rc, _, err = run("explain", "nope")
     assert rc == 1 and "unknown kernel 'nope'" in err
+
+
+def test_plot_without_matplotlib_is_one_clear_line(monkeypatch):
+    import builtins
+    from zoo import ZooError, plot
+    real = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError("No module named 'matplotlib'")
+        return real(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    with pytest.raises(ZooError, match="--plot needs matplotlib: pip install matplotlib"):
+        plot.bench_plot([], "t", "x.png")
