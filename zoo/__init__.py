@@ -6,7 +6,8 @@ from .cuda import ZooCudaError, ZooError
 from .configs import ConfigError, TileConfig
 from .batched import bmm
 from .gemm import mm
+from .conv import conv2d
 from . import nn, ops  # noqa: F401 - registers the custom ops zoo::mm, zoo::mm_out, zoo::bmm
 from .registry import KERNELS, Problem, select
 
-__all__ = ["mm", "bmm", "nn", "select", "KERNELS", "Problem", "TileConfig", "ZooError", "ZooCudaError", "ConfigError"]
+__all__ = ["mm", "bmm", "conv2d", "nn", "select", "KERNELS", "Problem", "TileConfig", "ZooError", "ZooCudaError", "ConfigError"]

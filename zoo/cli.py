@@ -1,4 +1,4 @@
-"""The `zoo` command: list, info, build, explain, export, run, bench, batched. Tables for people, --json for machines."""
+"""The `zoo` command: list, info, build, explain, export, run, bench, conv, tune, batched. Tables for people, --json for machines."""
 
 from __future__ import annotations
 
@@ -170,6 +170,19 @@ def cmd_build(args) -> int:
 
 def cmd_explain(args) -> int:
     from .explain import explain
+    if args.conv:
+        from . import conv
+        shape = conv.parse(args.conv)
+        lines = conv.explain(shape)
+        if args.json != "-":
+            for line in lines:
+                console.print(line, highlight=False, markup=False)
+        _write_json(args.json, {"conv": shape.describe(), "gemm": {"m": shape.gemm_m, "n": shape.out_channels,
+                                                                   "k": shape.gemm_k}, "explanation": lines})
+        return EXIT_OK
+    if not args.kernel:
+        err_console.print("zoo explain: name a kernel (zoo list), or --conv N,C,H,W,K,R,S[,stride,padding,dilation]")
+        return EXIT_FAIL
     spec = registry.kernel(args.kernel)
     target = args.arch or spec.offline_archs[0]
     if target not in spec.offline_archs:
@@ -684,6 +697,70 @@ def cmd_bench(args) -> int:
     return EXIT_OK
 
 
+# ----------------------------------------------------------------------------- conv
+
+def cmd_conv(args) -> int:
+    if not _gpu_available():
+        _write_json(args.json, {"gpu": None})
+        return _no_gpu("conv")
+    import torch
+    from . import conv
+    from .gemm import device_limits
+    show = err_console if args.json == "-" else console
+    dtype = getattr(torch, DTYPES[args.dtype])
+    out_dtype = getattr(torch, DTYPES[args.out_dtype]) if args.out_dtype else None
+    groups = {"shape": [(args.shape, conv.parse(args.shape))]} if args.shape else \
+        {s: conv.SUITES[s] for s in (conv.SUITES if args.suite == "all" else [args.suite])}
+    lim = device_limits(torch.cuda.current_device())
+    timing = "CUDA-graph replays" if not args.eager else "eager calls (CUDA events)"
+    table = Table(title=f"zoo.conv2d vs cuDNN (F.conv2d, channels-last, cudnn.benchmark), {args.dtype} -> "
+                        f"{args.out_dtype or args.dtype}, on {lim.part}, median of {args.iters}, {timing}")
+    for col in ("suite", "layer", "x (N,C,H,W) * w (K,R,S), stride", "GEMM M x N x K", "kernel / config", "ms",
+                "TFLOP/s", "cuDNN TFLOP/s", "% of cuDNN", "spread", "verified"):
+        table.add_column(col, justify="left" if col in ("suite", "layer", "kernel / config") or col.startswith("x") else "right",
+                         no_wrap=True)
+    rows, failed = [], []
+    total = sum(len(v) for v in groups.values())
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err_console, transient=True) as progress:
+        task = progress.add_task("conv", total=total)
+        for suite, layers in groups.items():
+            ratios = []
+            for name, shape in layers:
+                progress.update(task, description=name)
+                timings, check, kernel, config = conv.measure(shape, dtype, out_dtype, args.warmup, args.iters,
+                                                              args.seed, args.kernel, args.config, graph=not args.eager)
+                mine, ref = timings["zoo"], timings["cudnn"]
+                pct = 100 * ref.median_ms / mine.median_ms
+                ratios.append(pct)
+                if not check.ok:
+                    failed.append(name)
+                geometry = (f"{shape.images},{shape.channels},{shape.height},{shape.width} * {shape.out_channels},"
+                            f"{shape.r},{shape.s}, s{shape.stride[0]}")
+                table.add_row(suite, name, geometry, f"{shape.gemm_m}x{shape.out_channels}x{shape.gemm_k}",
+                              f"{kernel} / {config}", f"{mine.median_ms:.4f}", f"{mine.tflops(shape.flops):.1f}",
+                              f"{ref.tflops(shape.flops):.1f}", f"{pct:.1f}%",
+                              f"{100 * max(mine.spread, ref.spread):.1f}%",
+                              "[green]yes[/]" if check.ok else "[red]NO[/]")
+                rows.append({"suite": suite, "layer": name, "conv": shape.describe(), "m": shape.gemm_m,
+                             "n": shape.out_channels, "k": shape.gemm_k, "kernel": kernel, "config": config,
+                             "median_ms": mine.median_ms, "tflops": mine.tflops(shape.flops),
+                             "cudnn_median_ms": ref.median_ms, "cudnn_tflops": ref.tflops(shape.flops),
+                             "pct_of_cudnn": pct, "verify": asdict(check)})
+                progress.advance(task)
+            table.add_row(suite, "", "", "", "[bold]geometric mean[/]", "", "", "", f"[bold]{_geomean(ratios):.1f}%[/]",
+                          "", "", end_section=True)
+    show.print(table)
+    _write_json(args.json, {"device": lim.part, "date": datetime.date.today().isoformat(), "torch": torch.__version__,
+                            "dtype": args.dtype, "out_dtype": args.out_dtype or args.dtype, "timing": timing,
+                            "geomean_pct_of_cudnn": {g: _geomean([r["pct_of_cudnn"] for r in rows if r["suite"] == g])
+                                                     for g in groups}, "results": rows})
+    if failed:
+        err_console.print(f"[bold red]verification failed[/] for {', '.join(failed)}: the result is wrong")
+        return EXIT_FAIL
+    return EXIT_OK
+
+
 # ----------------------------------------------------------------------------- tune
 
 def cmd_tune(args) -> int:
@@ -798,7 +875,9 @@ def parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_build)
 
     s = sub.add_parser("explain", help="offline: occupancy, waves, arithmetic intensity and pipeline of a kernel's configs")
-    s.add_argument("kernel", help="a registered kernel (zoo list)")
+    s.add_argument("kernel", nargs="?", help="a registered kernel (zoo list)")
+    s.add_argument("--conv", metavar="N,C,H,W,K,R,S[,stride,padding,dilation]",
+                   help="instead: the GEMM this convolution becomes, and what one A tile reads")
     s.add_argument("--arch", choices=arch.OFFLINE_ARCHS, help="target (default: the kernel's first offline arch)")
     s.add_argument("--config", help="only this config")
     s.add_argument("-m", type=int, default=4096)
@@ -840,6 +919,16 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--plot", metavar="PATH", help="draw TFLOP/s against problem size, zoo and torch.mm, to PATH (.png)")
     _timing_options(s, iters=50)
     s.set_defaults(fn=cmd_bench)
+
+    s = sub.add_parser("conv", help="zoo.conv2d verified and timed side by side with cuDNN (layer, ResNet-50 suite)")
+    s.add_argument("--suite", choices=("layer", "resnet50", "all"), default="all",
+                   help="layer: 32x64x56x56 * 128x3x3; resnet50: its 3x3 and 1x1 layers at batch 32; all (default)")
+    s.add_argument("--shape", metavar="N,C,H,W,K,R,S[,stride,padding,dilation]", help="one convolution instead of a suite")
+    _dtype_options(s, fp32=False)
+    s.add_argument("--kernel", help="a conv kernel instead of the automatic choice (zoo list)")
+    s.add_argument("--config", help="this config instead of the automatic choice")
+    _timing_options(s, iters=50)
+    s.set_defaults(fn=cmd_conv)
 
     s = sub.add_parser("tune", help="measure every kernel/config/split for shapes on this GPU; zoo.mm then uses the winners")
     s.add_argument("--suite", choices=tuple(SUITES), default="skinny", help="shapes to tune (skinny)")

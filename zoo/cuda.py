@@ -583,6 +583,9 @@ POINTER = ctypes.c_void_p
 INT32 = ctypes.c_int
 INT64 = ctypes.c_longlong
 TENSOR_MAP = "tensor map"  # an argument type: the value is tensor_map's arguments (None: a blank map)
+# An argument type: the value is an encoded map (im2col_tensor_map), replaced whole (set_map).
+ENCODED_MAP = "encoded tensor map"
+BY_VALUE = "struct"  # an argument type: the value is a ctypes.Structure instance, passed by value
 TENSOR_MAP_BYTES = 128
 
 
@@ -593,9 +596,7 @@ class PackedArgs:
 
     def __init__(self, args: list[tuple[object, object]]):
         self.maps = {i: v for i, (v, t) in enumerate(args) if t is TENSOR_MAP}
-        self.values = [(ctypes.c_ubyte * TENSOR_MAP_BYTES).from_buffer_copy(
-                           tensor_map_bytes(tensor_map(*v)) if v else bytes(TENSOR_MAP_BYTES))
-                       if t is TENSOR_MAP else t(v) for v, t in args]
+        self.values = [self._value(v, t) for v, t in args]
         self.array = (ctypes.c_void_p * len(self.values))(*(ctypes.addressof(v) for v in self.values))
         self.address = ctypes.addressof(self.array)
         offset = tensor_map_address_offset() if self.maps else None
@@ -603,8 +604,25 @@ class PackedArgs:
         self.map_addresses = {i: ctypes.c_uint64.from_buffer(self.values[i], offset)
                               for i in self.maps} if offset is not None else None
 
+    @staticmethod
+    def _value(v, t):
+        if t is TENSOR_MAP:
+            return (ctypes.c_ubyte * TENSOR_MAP_BYTES).from_buffer_copy(
+                tensor_map_bytes(tensor_map(*v)) if v else bytes(TENSOR_MAP_BYTES))
+        if t is ENCODED_MAP:
+            return (ctypes.c_ubyte * TENSOR_MAP_BYTES).from_buffer_copy(tensor_map_bytes(v))
+        if t is BY_VALUE:
+            if not isinstance(v, ctypes.Structure):
+                raise TypeError(f"a BY_VALUE argument is a ctypes.Structure, got {type(v).__name__}")
+            return v
+        return t(v)
+
     def set(self, index: int, value: int) -> None:
         self.values[index].value = value
+
+    def set_map(self, index: int, encoded) -> None:
+        """Replace the ENCODED_MAP argument at `index` by another encoded map."""
+        ctypes.memmove(self.values[index], tensor_map_bytes(encoded), TENSOR_MAP_BYTES)
 
     def set_map_address(self, index: int, address: int) -> None:
         """Point the tensor map at `index` at `address` (same layout, same alignment class):
@@ -688,6 +706,47 @@ def tensor_map(address: int, dtype: str, rows: int, cols: int, row_stride: int,
         driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
         "cuTensorMapEncodeTiled")
     return tensor_map
+
+
+IM2COL_CORNER = (-128, 127)  # a 4-D im2col map's bounding-box corners (cuTensorMapEncodeIm2col)
+IM2COL_MAX_STRIDE = 8        # its element strides (the conv stride)
+
+
+@functools.lru_cache(maxsize=256)
+def im2col_tensor_map(address: int, dtype: str, images: int, height: int, width: int, channels: int,
+                      lower: tuple[int, int], upper: tuple[int, int], strides: tuple[int, int],
+                      pixels: int, channels_per_pixel: int):
+    """A TMA descriptor in im2col mode (cuTensorMapEncodeIm2col) of a packed NHWC tensor at
+    `address`: each load reads `pixels` pixels x `channels_per_pixel` channels, walking W, H and
+    the images through the bounding box whose (h, w) corners `lower` and `upper` are offsets
+    from the image's first and last pixel, `strides` (h, w) apart; 128-byte swizzle, zeros
+    outside the image. Cached: it depends only on these values."""
+    driver, _ = _bindings()
+    if dtype not in _TMA_DTYPES:
+        raise ZooError(f"TMA tensor maps of {dtype} are not supported ({', '.join(_TMA_DTYPES)})")
+    name, size = _TMA_DTYPES[dtype]
+    pixel = channels * size
+    if address % 16 or pixel % 16:
+        raise ZooError(f"a TMA im2col map needs a 16-byte-aligned base and pixels a multiple of 16 "
+                       f"bytes; got address {address:#x}, {pixel}-byte pixels")
+    low, high = IM2COL_CORNER
+    if not all(low <= v <= high for v in (*lower, *upper)) or not all(1 <= v <= IM2COL_MAX_STRIDE for v in strides):
+        raise ZooError(f"a TMA im2col map takes corners in [{low}, {high}] and strides 1-{IM2COL_MAX_STRIDE}; "
+                       f"got corners {lower}, {upper}, strides {strides}")
+    _check(driver.cuInit(0), "cuInit")
+    u64, u32 = driver.cuuint64_t, driver.cuuint32_t
+    return _check(driver.cuTensorMapEncodeIm2col(
+        getattr(driver.CUtensorMapDataType, name), 4, address,
+        [u64(channels), u64(width), u64(height), u64(images)],
+        [u64(pixel), u64(pixel * width), u64(pixel * width * height)],
+        [lower[1], lower[0]], [upper[1], upper[0]],  # innermost first: (w, h)
+        channels_per_pixel, pixels,
+        [u32(1), u32(strides[1]), u32(strides[0]), u32(1)],
+        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+        "cuTensorMapEncodeIm2col")
 
 
 @functools.lru_cache(maxsize=None)

@@ -13,7 +13,7 @@ from .arch import ArchLimits
 from .cuda import ZooError
 from .sass import occupancy
 from .specs import KERNELS, ELEMENT_BYTES, KernelSpec, stacks  # noqa: F401 - re-exported
-from .specs import SM75_HGEMM, SM75_SGEMM, SM80_GEMM, SM90_GEMM, SM90_TF32  # noqa: F401
+from .specs import SM75_HGEMM, SM75_SGEMM, SM80_GEMM, SM90_CONV, SM90_GEMM, SM90_TF32  # noqa: F401
 
 MIN_CC = (7, 5)  # the oldest kernel of the zoo needs Turing tensor cores
 
@@ -74,10 +74,10 @@ def check_cc(cc: tuple[int, int]) -> None:
                        "the zoo's kernels need Turing (sm_75) tensor cores or newer")
 
 
-def eligible(cc: tuple[int, int], problem: Problem | None = None) -> list[KernelSpec]:
-    """Kernels that run on `cc` (and support the problem's dtypes), newest arch first."""
+def eligible(cc: tuple[int, int], problem: Problem | None = None, op: str = "gemm") -> list[KernelSpec]:
+    """Kernels of `op` that run on `cc` (and support the problem's dtypes), newest arch first."""
     check_cc(cc)
-    found = [k for k in KERNELS if k.runs_on(cc) and (problem is None or k.supports(problem))]
+    found = [k for k in KERNELS if k.op == op and k.runs_on(cc) and (problem is None or k.supports(problem))]
     return sorted(found, key=lambda k: (k.exact_cc or k.min_cc), reverse=True)
 
 
@@ -146,12 +146,16 @@ def b_rows_off_sectors(problem: Problem) -> bool:
 
 def select(limits: ArchLimits, problem: Problem, *, kernel_name: str | None = None,
            config_name: str | None = None,
-           group: tuple[Problem, ...] = ()) -> tuple[KernelSpec, cfgs.TileConfig]:
+           group: tuple[Problem, ...] = (), op: str = "gemm") -> tuple[KernelSpec, cfgs.TileConfig]:
     """The kernel and config for `problem` on the device described by `limits` (for a grouped
-    launch, `problem` gives the dtypes and `group` all the problems)."""
+    launch, `problem` gives the dtypes and `group` all the problems); `op` "conv": the GEMM
+    of a convolution, among the implicit-GEMM kernels."""
     check_cc(limits.cc)
     if kernel_name:
         spec = kernel(kernel_name)
+        if spec.op != op:
+            raise ZooError(f"{spec.name} is a {spec.op} kernel, not a {op} one; "
+                           f"{op} kernels: {', '.join(k.name for k in KERNELS if k.op == op)}")
         if not spec.runs_on(limits.cc):
             raise ZooError(f"{spec.name} runs on CC {spec.eligible_ccs()}; this device is "
                            f"{limits.cc[0]}.{limits.cc[1]} ({limits.part})")
@@ -162,7 +166,7 @@ def select(limits: ArchLimits, problem: Problem, *, kernel_name: str | None = No
             pairs = ", ".join(f"{i} -> {o}" for i, o in spec.entry)
             raise ZooError(f"{spec.name} computes {pairs}, not {problem.dtype} -> {problem.out_dtype}")
     else:
-        candidates = eligible(limits.cc, problem)
+        candidates = eligible(limits.cc, problem, op)
         if not candidates:
             raise ZooError(f"no kernel for {problem.dtype} -> {problem.out_dtype} on CC "
                            f"{limits.cc[0]}.{limits.cc[1]}")

@@ -165,4 +165,16 @@ __device__ __forceinline__ void store_strip(const float* strip, int lane, OutT* 
   }
 }
 
+
+// ---- Convolution as implicit GEMM (ZOO_CONV builds; zoo/conv.py packs the same struct).
+// x is NHWC [images][H][W][C], C a multiple of 8 (16-byte chunks never straddle two pixels),
+// the weights a row-major [R*S*c_pad][K] matrix (rows (r*S + s)*c_pad + c, zero for c >= C),
+// y the row-major [M = images*P*Q][K] matrix, i.e. NHWC. Row m of the implicit A is output
+// pixel (n, p, q) = (m / (P*Q), m / Q % P, m % Q); its column (r*S + s)*c_pad + c reads
+// x[n][p*stride_h - pad_h + r*dil_h][q*stride_w - pad_w + s*dil_w][c], zero outside the image
+// or for c >= C. c_pad is a multiple of the kernel's BK, so one K-tile lies in one filter tap.
+struct ConvGeometry {
+  int H, W, C, P, Q, S, c_pad, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
+};
+
 }  // namespace zoo

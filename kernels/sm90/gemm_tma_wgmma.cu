@@ -10,6 +10,13 @@
 //   into registers (conflict-free 32-bit loads, rounded to tf32) as wgmma's A operand and
 //   reads the A stage (K-major) as wgmma's B operand; the epilogue writes the transposed
 //   accumulators into the same swizzled C boxes. Same producer, ring, scheduler and split-K.
+//   Built with -DZOO_CONV: a convolution as implicit GEMM (zoo.conv2d; entries
+//   zoo_conv_sm90_{f16,bf16}_{f16,bf16,f32}out). tmap_a is then a 4-D im2col map of the NHWC
+//   input (channels per pixel BK, pixels per column BM, the conv stride as element strides,
+//   the padding as its bounding box): K-tile kt of a tile is filter tap kt / c_blocks, channels
+//   (kt % c_blocks) * BK.., one TMA load at the tile's first output pixel with the tap's
+//   offsets; the hardware walks rows and images and zero-fills the padding. B is the weights
+//   as a (R*S*c_pad, K_out) row-major matrix, C the NHWC output. Same ring, MMAs, epilogue.
 //   Runs on CC 9.0 only (wgmma, setmaxnreg: compiled for sm_90a by NVRTC in zoo/cuda.py, with
 //   the tile shape and STAGES as -D defines).
 //
@@ -244,7 +251,21 @@ struct Gemm {
   OutT* C;
   long long c_batch;
   int M, N, K, ldc, c_tma, unit_begin;
+  const zoo::ConvGeometry* conv;  // ZOO_CONV builds: the convolution whose im2col is A
 };
+
+#ifdef ZOO_CONV
+static_assert(CLUSTER_N == 1, "a convolution's A tile is one im2col load (no multicast shares)");
+// The im2col load of K-tile kt of the tile whose first output pixel is m0 (see the header).
+__device__ __forceinline__ void load_conv_a(unsigned dst, const TensorMap* map, unsigned bar,
+                                            const zoo::ConvGeometry& g, int m0, int kt) {
+  const int c_blocks = g.c_pad / BK, tap = kt / c_blocks, r = tap / g.S, s = tap - r * g.S;
+  const int pq = g.P * g.Q, n = m0 / pq, p = (m0 - n * pq) / g.Q, q = m0 - n * pq - p * g.Q;
+  tma_load_im2col_4d(dst, map, bar, (kt - tap * c_blocks) * BK, q * g.stride_w - g.pad_w,
+                     p * g.stride_h - g.pad_h, n, static_cast<unsigned short>(s * g.dil_w),
+                     static_cast<unsigned short>(r * g.dil_h));
+}
+#endif
 
 // A grouped launch's table entry in global memory, packed by the host (zoo/gemm.py,
 // GROUP_ENTRY_BYTES): tensor maps at offsets 0, 128, 256, then C and the sizes.
@@ -290,7 +311,7 @@ struct Scheduler {
   __device__ Gemm<OutT> gemm_of(int unit) const {
     if (table == nullptr) return single;
     const GroupEntry& e = table[zoo::entry_index(table, count, &GroupEntry::unit_begin, unit)];
-    return {&e.a, &e.b, &e.c, reinterpret_cast<OutT*>(e.C), 0, e.M, e.N, e.K, e.ldc, e.c_tma, e.unit_begin};
+    return {&e.a, &e.b, &e.c, reinterpret_cast<OutT*>(e.C), 0, e.M, e.N, e.K, e.ldc, e.c_tma, e.unit_begin, nullptr};
   }
   // A tile of a stack past the last M or N tile still runs: its loads are zero-filled and its
   // stores skipped, while its CTA keeps multicasting its shares to the peers.
@@ -689,10 +710,14 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
           mbar_arrive_expect_tx(bar, STAGE_BYTES);  // the whole stage: this CTA's shares and the peers'
           const int a_row = sched.rank_n * A_SHARE_ROWS;
           const unsigned a_dst = a_smem + stage * A_STAGE_BYTES + a_row * SWIZZLE_BYTES;
+#ifdef ZOO_CONV
+          load_conv_a(a_dst, tmap_a, bar, *w.g.conv, tile_m * BM, kt);
+#else
           if constexpr (CLUSTER_N > 1)
             tma_load_3d_multicast(a_dst, tmap_a, bar, kt * BK, tile_m * BM + a_row, w.matrix, row_mask);
           else
             tma_load_3d(a_dst, tmap_a, bar, kt * BK, tile_m * BM, w.matrix);
+#endif
           const int b_row = sched.rank_m * B_SHARE_ROWS;
 #pragma unroll
           for (int box = 0; box < BN / BOX_COLS; ++box) {
@@ -730,7 +755,7 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
            const __grid_constant__ zoo_sm90::TensorMap tmap_c, int c_tma,                    \
            OUT_T* __restrict__ C, int M, int N, int K, int ldc, long long c_batch, int batch,  \
            int splits, float* workspace, int* counters) {                                   \
-    const zoo_sm90::Gemm<OUT_T> g{&tmap_a, &tmap_b, &tmap_c, C, c_batch, M, N, K, ldc, c_tma, 0}; \
+    const zoo_sm90::Gemm<OUT_T> g{&tmap_a, &tmap_b, &tmap_c, C, c_batch, M, N, K, ldc, c_tma, 0, nullptr}; \
     const int units = zoo::ceil_div(zoo::ceil_div(M, zoo_sm90::BM), zoo_sm90::CLUSTER_M) *  \
                       zoo::ceil_div(zoo::ceil_div(N, zoo_sm90::BN), zoo_sm90::CLUSTER_N) *  \
                       splits * batch;                                                       \
@@ -744,7 +769,27 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
                                 nullptr, nullptr);                                          \
   }
 
-#ifdef ZOO_TF32
+// A convolution (ZOO_CONV): one implicit GEMM per launch, tmap_a an im2col map of the input.
+#define ZOO_SM90_CONV_ENTRY(NAME, BF16, OUT_T)                                              \
+  extern "C" __global__ void __launch_bounds__(zoo_sm90::THREADS, 1)                        \
+      NAME(const __grid_constant__ zoo_sm90::TensorMap tmap_a,                               \
+           const __grid_constant__ zoo_sm90::TensorMap tmap_b,                               \
+           const __grid_constant__ zoo_sm90::TensorMap tmap_c, int c_tma,                    \
+           OUT_T* __restrict__ C, int M, int N, int K, int ldc, int splits,                 \
+           const __grid_constant__ zoo::ConvGeometry conv, float* workspace, int* counters) { \
+    const zoo_sm90::Gemm<OUT_T> g{&tmap_a, &tmap_b, &tmap_c, C, 0, M, N, K, ldc, c_tma, 0, &conv}; \
+    const int units = zoo::ceil_div(zoo::ceil_div(M, zoo_sm90::BM), zoo_sm90::CLUSTER_M) *  \
+                      zoo::ceil_div(N, zoo_sm90::BN) * splits;                              \
+    zoo_sm90::gemm<BF16, OUT_T>(zoo_sm90::Scheduler<OUT_T>(g, nullptr, 1, units, splits),   \
+                                workspace, counters);                                       \
+  }
+
+#if defined(ZOO_CONV)
+ZOO_SM90_CONV_ENTRY(zoo_conv_sm90_f16_f16out, false, half)
+ZOO_SM90_CONV_ENTRY(zoo_conv_sm90_f16_f32out, false, float)
+ZOO_SM90_CONV_ENTRY(zoo_conv_sm90_bf16_bf16out, true, __nv_bfloat16)
+ZOO_SM90_CONV_ENTRY(zoo_conv_sm90_bf16_f32out, true, float)
+#elif defined(ZOO_TF32)
 ZOO_SM90_ENTRY(zoo_gemm_sm90_tf32, false, float)
 #else
 ZOO_SM90_ENTRY(zoo_gemm_sm90_f16_f16out, false, half)
@@ -753,7 +798,7 @@ ZOO_SM90_ENTRY(zoo_gemm_sm90_bf16_bf16out, true, __nv_bfloat16)
 ZOO_SM90_ENTRY(zoo_gemm_sm90_bf16_f32out, true, float)
 #endif
 
-#if !defined(__CUDACC_RTC__) && !defined(ZOO_TF32)
+#if !defined(__CUDACC_RTC__) && !defined(ZOO_TF32) && !defined(ZOO_CONV)
 // Host launchers for nvcc builds (zoo export: a shared library for ctypes); the zoo itself
 // launches the kernels above through the Driver API (zoo/cuda.py builds the same tensor maps).
 // Each returns a cudaError_t code, 0 on success. A, B, C row-major and packed; TMA needs

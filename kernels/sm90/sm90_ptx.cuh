@@ -81,6 +81,21 @@ __device__ __forceinline__ void tma_load_3d(unsigned dst, const TensorMap* map, 
       : "memory");
 }
 
+// Im2col mode (4-D NHWC map from cuTensorMapEncodeIm2col): the map's pixelsPerColumn pixels
+// starting at input position (n, h + off_h, w + off_w), walked along W, then H, then images
+// through the map's bounding box at its element strides (the conv stride), channels c.. of each:
+// one box row per output pixel; positions outside the image read as zero.
+__device__ __forceinline__ void tma_load_im2col_4d(unsigned dst, const TensorMap* map, unsigned bar,
+                                                   int c, int w, int h, int n, unsigned short off_w,
+                                                   unsigned short off_h) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5, %6}], [%2], {%7, %8};" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(c), "r"(w), "r"(h), "r"(n),
+      "h"(off_w), "h"(off_h)
+      : "memory");
+}
+
 // The same box delivered to the same shared-memory offset of every CTA in `cta_mask`, each
 // CTA's mbarrier (same offset) receiving the bytes that land in it.
 __device__ __forceinline__ void tma_load_3d_multicast(unsigned dst, const TensorMap* map,

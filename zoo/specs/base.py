@@ -57,6 +57,9 @@ class KernelSpec:
     tma_boxes: Callable[[cfgs.TileConfig, int], tuple[tuple[int, int], ...]] | None = None
     tf32: bool = False                   # rounds fp32 inputs to TF32: only where the problem allows it
     extra_defines: dict[str, int] = field(default_factory=dict)  # -D values that select a variant
+    # What it computes: "gemm" (zoo.mm, zoo.bmm) or "conv" (zoo.conv2d: an implicit GEMM over an
+    # NHWC image, kernels/common/zoo_common.cuh ConvGeometry); each op selects among its own.
+    op: str = "gemm"
 
     @property
     def dtypes(self) -> tuple[str, ...]:

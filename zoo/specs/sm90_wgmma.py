@@ -156,3 +156,26 @@ SM90_TF32 = replace(
     description="TF32 wgmma on fp32 data: the sm_90a kernel computing C^T = B^T A^T, B from registers",
     cluster_sizes=(1,), exports={}, tf32=True, extra_defines={"ZOO_TF32": 1},
 )
+
+
+def _conv_rules(c: cfgs.TileConfig) -> list[str]:
+    out = _sm90_rules(c)
+    if c.cluster_n != 1:
+        out.append(f"cluster_n {c.cluster_n} must be 1: a convolution's A tile is one im2col load, not multicast shares")
+    return out
+
+
+# The same source built with ZOO_CONV: a convolution as implicit GEMM whose A tiles TMA reads
+# from the NHWC input in im2col mode (zoo/conv.py builds that map).
+SM90_CONV = replace(
+    SM90_GEMM,
+    name="sm90_conv_tma_wgmma",
+    config_file=cfgs.CONFIGS_DIR / "sm90_conv_tma_wgmma.yaml",
+    entry={("float16", "float16"): "zoo_conv_sm90_f16_f16out",
+           ("float16", "float32"): "zoo_conv_sm90_f16_f32out",
+           ("bfloat16", "bfloat16"): "zoo_conv_sm90_bf16_bf16out",
+           ("bfloat16", "float32"): "zoo_conv_sm90_bf16_f32out"},
+    rules=_conv_rules, cluster_sizes=(1, 2), exports={}, extra_defines={"ZOO_CONV": 1}, op="conv",
+    sass_required=((r"\bUTMALDG\.4D\.IM2COL\b", "UTMALDG.4D.IM2COL (TMA im2col loads)"),) + SM90_GEMM.sass_required,
+    description="conv2d as implicit GEMM: TMA im2col loads of the NHWC input, the sm_90a wgmma pipeline",
+)

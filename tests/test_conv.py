@@ -1,0 +1,167 @@
+"""zoo.conv2d without a GPU: the shape math against torch's, the checks, the weight and input
+layouts the kernels read, the im2col map's bounding box (the TMA walk emulated), the CLI."""
+import itertools
+
+import pytest
+import torch
+
+from zoo import arch, conv, registry
+from zoo.cli import main
+from zoo.cuda import ZooError
+
+GEOMETRIES = [  # (N, C, H, W, K, R, S, stride, padding, dilation)
+    (2, 64, 9, 11, 128, 3, 3, (1, 1), (1, 1), (1, 1)),
+    (3, 24, 13, 7, 40, 3, 3, (2, 2), (1, 1), (1, 1)),
+    (2, 16, 12, 12, 64, 3, 3, (1, 1), (2, 2), (2, 2)),
+    (2, 32, 15, 15, 96, 1, 1, (2, 2), (0, 0), (1, 1)),
+    (1, 8, 6, 20, 16, 2, 5, (1, 2), (0, 2), (1, 1)),
+    (1, 4, 5, 5, 4, 5, 5, (3, 3), (2, 2), (1, 1)),
+]
+
+
+def shape_of(g):
+    n, c, h, w, k, r, s, stride, padding, dilation = g
+    return conv.Conv(n, h, w, c, k, r, s, stride, padding, dilation)
+
+
+@pytest.mark.parametrize("g", GEOMETRIES)
+def test_output_size_is_torchs(g):
+    shape = shape_of(g)
+    x = torch.empty(shape.images, shape.channels, shape.height, shape.width, device="meta")
+    w = torch.empty(shape.out_channels, shape.channels, shape.r, shape.s, device="meta")
+    y = torch.nn.functional.conv2d(x, w, None, shape.stride, shape.padding, shape.dilation)
+    assert tuple(y.shape) == (shape.images, shape.out_channels, shape.p, shape.q)
+    assert shape.gemm_m == shape.images * shape.p * shape.q and shape.gemm_k == shape.r * shape.s * shape.channels
+
+
+@pytest.mark.parametrize("g", GEOMETRIES)
+@pytest.mark.parametrize("block_k", [32, 64])
+def test_implicit_gemm_is_the_convolution(g, block_k):
+    """The GEMM of the kernels' contract (nhwc x, weight_matrix B, A's rows and columns as
+    ConvGeometry defines them) reproduces F.conv2d, on the CPU in float64."""
+    shape = shape_of(g)
+    torch.manual_seed(0)
+    x = torch.randn(shape.images, shape.channels, shape.height, shape.width, dtype=torch.float64)
+    w = torch.randn(shape.out_channels, shape.channels, shape.r, shape.s, dtype=torch.float64)
+    geo = shape.geometry(block_k)
+    xs = conv.nhwc(x)  # (N, H, W, C8), zero-padded channels
+    b = conv.weight_matrix(w, geo.c_pad)
+    assert geo.c_pad % block_k == 0 and b.shape == (shape.r * shape.s * geo.c_pad, shape.out_channels)
+    a = torch.zeros(shape.gemm_m, shape.r * shape.s * geo.c_pad, dtype=torch.float64)
+    for m in range(shape.gemm_m):
+        n, p, q = m // (geo.P * geo.Q), m // geo.Q % geo.P, m % geo.Q
+        for kt in range(a.shape[1] // block_k):  # per K-tile: one tap, as the kernels assume
+            tap, c0 = kt * block_k // geo.c_pad, kt * block_k % geo.c_pad
+            r, s = tap // geo.S, tap % geo.S
+            h = p * geo.stride_h - geo.pad_h + r * geo.dil_h
+            ww = q * geo.stride_w - geo.pad_w + s * geo.dil_w
+            if 0 <= h < geo.H and 0 <= ww < geo.W:
+                cs = slice(c0, min(c0 + block_k, geo.C))
+                a[m, kt * block_k:kt * block_k + cs.stop - cs.start] = xs[n, h, ww, cs]
+    y = (a @ b).view(shape.images, shape.p, shape.q, shape.out_channels).permute(0, 3, 1, 2)
+    ref = torch.nn.functional.conv2d(x, w, None, shape.stride, shape.padding, shape.dilation)
+    torch.testing.assert_close(y, ref)
+
+
+@pytest.mark.parametrize("g", GEOMETRIES)
+def test_im2col_box_walks_every_output_pixel(g):
+    """TMA's im2col walk (as the PTX ISA and cuTensorMapEncodeIm2col describe it: pixels of the
+    box [lower + offset, size + upper + offset) per axis, `stride` apart, W fastest, then H,
+    then images), started at a tile's first output pixel, visits for each following row m
+    exactly the input pixel that output pixel m sees through the tap."""
+    shape = shape_of(g)
+    (lo_h, lo_w), (up_h, up_w) = shape.im2col_corners()
+    sh, sw = shape.stride
+    hs = list(range(lo_h, shape.height + up_h, sh))
+    ws = list(range(lo_w, shape.width + up_w, sw))
+    assert (len(hs), len(ws)) == (shape.p, shape.q)
+    walk = [(n, h, w) for n, h, w in itertools.product(range(shape.images), hs, ws)]
+    for r, s in itertools.product(range(shape.r), range(shape.s)):
+        off_h, off_w = r * shape.dilation[0], s * shape.dilation[1]
+        for m, (n, h, w) in enumerate(walk):
+            p, q = m // shape.q % shape.p, m % shape.q
+            assert (h + off_h, w + off_w) == (p * sh - shape.padding[0] + off_h, q * sw - shape.padding[1] + off_w)
+
+
+def test_im2col_limits_send_big_paddings_elsewhere():
+    assert conv._im2col_fits(shape_of(GEOMETRIES[0]))
+    assert not conv._im2col_fits(conv.Conv(1, 400, 400, 8, 8, 3, 3, (1, 1), (200, 200), (1, 1)))
+    assert not conv._im2col_fits(conv.Conv(1, 40, 40, 8, 8, 1, 1, (9, 9), (0, 0), (1, 1)))
+
+
+def test_nhwc_pads_channels_and_keeps_a_channels_last_view():
+    x = torch.randn(2, 5, 3, 4)
+    xs = conv.nhwc(x)
+    assert xs.shape == (2, 3, 4, 8) and torch.equal(xs[..., :5], x.permute(0, 2, 3, 1)) and not xs[..., 5:].any()
+    cl = torch.randn(2, 16, 3, 4).contiguous(memory_format=torch.channels_last)
+    assert conv.nhwc(cl).data_ptr() == cl.data_ptr()
+
+
+def test_weight_matrix_rows_and_padding():
+    w = torch.randn(5, 3, 2, 2)
+    b = conv.weight_matrix(w, 8)
+    assert b.shape == (2 * 2 * 8, 5) and b.stride(0) == 8  # rows padded to 8 columns
+    for r, s, c in itertools.product(range(2), range(2), range(8)):
+        row = b[(r * 2 + s) * 8 + c]
+        assert torch.equal(row, w[:, c, r, s]) if c < 3 else not row.any()
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"groups": 2}, "groups"),
+    ({"stride": 0}, "stride"),
+    ({"padding": -1}, "padding"),
+    ({"dilation": (1, 2, 3)}, "dilation"),
+    ({"stride": 1.5}, "stride"),
+])
+def test_bad_arguments_raise(kwargs, match):
+    x = torch.randn(1, 8, 8, 8, dtype=torch.float16)
+    w = torch.randn(16, 8, 3, 3, dtype=torch.float16)
+    args = dict(bias=None, stride=1, padding=0, dilation=1, groups=1, out_dtype=None)
+    args.update(kwargs)
+    with pytest.raises(ZooError, match=match):
+        conv.check_conv(x, w, **args)
+
+
+def test_bad_tensors_raise():
+    x = torch.randn(1, 8, 8, 8, dtype=torch.float16)
+    w = torch.randn(16, 8, 3, 3, dtype=torch.float16)
+    kw = dict(bias=None, stride=1, padding=0, dilation=1, groups=1, out_dtype=None)
+    with pytest.raises(ZooError, match="4-D"):
+        conv.check_conv(x[0], w, **kw)
+    with pytest.raises(ZooError, match="channels"):
+        conv.check_conv(x, w[:, :4], **kw)
+    with pytest.raises(ZooError, match="float16"):
+        conv.check_conv(x.float(), w.float(), **kw)
+    with pytest.raises(ZooError, match="CUDA"):
+        conv.check_conv(x, w, **kw)  # CPU tensors
+    with pytest.raises(ZooError, match="output would be"):
+        conv.check_conv(x, torch.randn(16, 8, 9, 9, dtype=torch.float16), **kw)
+
+
+def test_conv_kernels_are_registered_apart_from_gemm():
+    names = {k.name for k in registry.KERNELS if k.op == "conv"}
+    assert "sm90_conv_tma_wgmma" in names
+    assert all(k.op == "gemm" for k in registry.eligible((9, 0)))
+    assert registry.eligible((9, 0), op="conv")[0].name == "sm90_conv_tma_wgmma"
+    with pytest.raises(ZooError, match="conv kernel"):
+        registry.select(arch.offline("sm_90a"), registry.Problem(64, 64, 64), kernel_name="sm90_conv_tma_wgmma")
+
+
+def test_parse_and_explain():
+    shape = conv.parse("32,64,56,56,128,3,3")  # stride 1, padding R // 2, dilation 1 by default
+    assert (shape.p, shape.q, shape.gemm_m, shape.gemm_k) == (56, 56, 100352, 576)
+    assert "M = N*P*Q = 32*56*56 = 100352" in "\n".join(conv.explain(shape))
+    with pytest.raises(ZooError, match="N,C,H,W"):
+        conv.parse("32,64,56")
+
+
+def test_cli_explain_conv(capsys):
+    assert main(["explain", "--conv", "32,64,56,56,128,3,3,1,1"]) == 0
+    out = capsys.readouterr().out
+    assert "100352" in out and "x[0, -1, -1, 0..]" in out
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU path")
+def test_cli_conv_without_gpu(capsys):
+    assert main(["conv", "--suite", "layer"]) == 2
+    assert "no CUDA GPU" in capsys.readouterr().err

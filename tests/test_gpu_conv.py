@@ -1,0 +1,104 @@
+"""zoo.conv2d on the GPU (pytest -m gpu): every conv kernel this GPU runs, against a float64
+reference within 2x cuDNN's own error, over odd sizes, strides, paddings, dilations, channel
+counts that are not multiples of 8, bias, both input layouts and both output dtypes."""
+import pytest
+import torch
+
+import zoo
+from zoo import conv, gemm, registry
+from zoo.cuda import ZooError
+
+pytestmark = pytest.mark.gpu
+
+
+def conv_kernels():
+    if not torch.cuda.is_available():
+        return []
+    cc = gemm.device_limits(torch.cuda.current_device()).cc
+    return registry.eligible(cc, op="conv")
+
+
+KERNELS = conv_kernels() or [None]
+IDS = [k.name if k else "none" for k in KERNELS]
+
+# (N, C, H, W, K, R, S, stride, padding, dilation)
+CASES = [
+    (2, 64, 9, 11, 128, 3, 3, 1, 1, 1),      # padded 3x3, M not a tile multiple
+    (3, 24, 13, 7, 40, 3, 3, 2, 1, 1),       # stride 2, C and K not 64-multiples
+    (1, 5, 10, 10, 7, 3, 3, 1, 1, 1),        # C and K not multiples of 8
+    (2, 16, 12, 12, 64, 3, 3, 1, 2, 2),      # dilation 2
+    (2, 72, 8, 9, 136, 1, 1, 1, 0, 1),       # 1x1, C = 72 (two K-tiles, the second mostly zero)
+    (2, 32, 15, 15, 96, 1, 1, 2, 0, 1),      # 1x1 stride 2 (ResNet's downsample)
+    (1, 8, 6, 20, 16, 2, 5, (1, 2), (0, 2), (1, 1)),  # non-square filter, per-axis stride/padding
+    (4, 128, 7, 7, 256, 3, 3, 1, 1, 1),      # ResNet's last stage shape, small
+]
+
+
+def run_case(spec, case, dtype=torch.float16, out_dtype=None, channels_last=True, bias=False):
+    n, c, h, w, k, r, s, stride, padding, dilation = case
+    shape = conv.Conv(n, h, w, c, k, r, s, conv._pair("s", stride, 1), conv._pair("p", padding, 0),
+                      conv._pair("d", dilation, 1))
+    gen = torch.Generator(device="cuda").manual_seed(hash(case) % 2**31)
+    x, wt = conv.inputs(shape, dtype, gen, channels_last)
+    b = torch.randn(k, device="cuda", dtype=dtype, generator=gen) if bias else None
+    y = zoo.conv2d(x, wt, b, stride, padding, dilation, out_dtype=out_dtype, kernel=spec.name)
+    assert y.shape == (n, k, shape.p, shape.q)
+    assert y.dtype == (out_dtype or dtype)
+    check = conv.verify(x, wt, y, shape, b)
+    assert check.ok, f"{spec.name} {shape.describe()}: {check.describe()}"
+
+
+@pytest.mark.parametrize("spec", KERNELS, ids=IDS)
+@pytest.mark.parametrize("case", CASES, ids=[str(i) for i in range(len(CASES))])
+def test_conv_cases(spec, case):
+    run_case(spec, case)
+
+
+@pytest.mark.parametrize("spec", KERNELS, ids=IDS)
+def test_conv_layouts_dtypes_bias(spec):
+    case = CASES[1]
+    run_case(spec, case, channels_last=False)             # NCHW input: converted
+    run_case(spec, case, out_dtype=torch.float32, bias=True)
+    if ("bfloat16", "bfloat16") in spec.entry:
+        run_case(spec, case, dtype=torch.bfloat16)
+
+
+def test_conv_the_issue_layer():
+    """The layer of the issue through the automatic choice."""
+    shape = conv.SUITES["layer"][0][1]
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    x, w = conv.inputs(shape, torch.float16, gen)
+    y = zoo.conv2d(x, w, padding=1)
+    assert y.is_contiguous(memory_format=torch.channels_last)
+    assert conv.verify(x, w, y, shape).ok
+
+
+def test_conv_refuses_what_it_cannot_do():
+    x = torch.randn(1, 8, 8, 8, device="cuda", dtype=torch.float16)
+    w = torch.randn(16, 8, 3, 3, device="cuda", dtype=torch.float16)
+    with pytest.raises(ZooError, match="groups"):
+        zoo.conv2d(x, w, groups=2)
+    with pytest.raises(ZooError, match="channels"):
+        zoo.conv2d(x, torch.randn(16, 4, 3, 3, device="cuda", dtype=torch.float16))
+    with pytest.raises(ZooError, match="no backward"):
+        zoo.conv2d(x, w.clone().requires_grad_())
+    with pytest.raises(ZooError, match="float16"):
+        zoo.conv2d(x.float(), w.float())
+    with pytest.raises(ZooError, match="output would be"):
+        zoo.conv2d(x, torch.randn(16, 8, 9, 9, device="cuda", dtype=torch.float16))
+
+
+def test_conv_in_a_cuda_graph():
+    """conv2d can be captured and replayed with new contents (its launch reads torch's stream)."""
+    shape = conv.Conv(2, 10, 10, 16, 32, 3, 3, (1, 1), (1, 1), (1, 1))
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    x, w = conv.inputs(shape, torch.float16, gen)
+    zoo.conv2d(x, w, padding=1)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        y = zoo.conv2d(x, w, padding=1)
+    x.copy_(conv.inputs(shape, torch.float16, gen)[0])
+    g.replay()
+    torch.cuda.synchronize()
+    assert conv.verify(x, w, y, shape).ok

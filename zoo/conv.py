@@ -1,0 +1,422 @@
+"""`zoo.conv2d`: a convolution as an implicit GEMM on the zoo's kernels.
+
+An NHWC image x [images, H, W, C] convolved with weights [K, C, R, S] is the GEMM
+    y[M = images * P * Q, K] = A[M, R * S * C] @ B[R * S * C, K]
+whose A (the im2col of x: row m is output pixel (n, p, q), column (r, s, c) the input pixel
+that filter tap (r, s) sees from it, channel c) is never stored: each kernel computes its A
+tiles' addresses from the geometry (sm_80, sm_75) or has TMA read them in im2col mode (sm_90a).
+B is the weights as a (R * S * c_pad, K) row-major matrix, each tap's channels padded to the
+kernel's K-tile (c_pad) so that one K-tile lies in one tap. y comes out NHWC: the returned
+(images, K, P, Q) tensor is channels-last.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import torch
+
+from . import cuda, gemm, registry
+from .configs import TileConfig
+from .cuda import ZooError
+from .registry import KernelSpec, Problem
+
+CONV_DTYPES = (torch.float16, torch.bfloat16)
+CHANNEL_ALIGN = 8  # channels per 16-byte chunk: a chunk never straddles two pixels
+
+
+class ConvGeometry(ctypes.Structure):
+    """zoo::ConvGeometry (kernels/common/zoo_common.cuh), passed to the kernels by value."""
+    _fields_ = [(name, ctypes.c_int) for name in
+                ("H", "W", "C", "P", "Q", "S", "c_pad", "stride_h", "stride_w",
+                 "pad_h", "pad_w", "dil_h", "dil_w")]
+
+
+@dataclass(frozen=True)
+class Conv:
+    """A convolution's shape, and the GEMM it becomes."""
+    images: int
+    height: int
+    width: int
+    channels: int        # C of the input
+    out_channels: int    # K
+    r: int
+    s: int
+    stride: tuple[int, int]
+    padding: tuple[int, int]
+    dilation: tuple[int, int]
+
+    @property
+    def p(self) -> int:
+        return (self.height + 2 * self.padding[0] - self.dilation[0] * (self.r - 1) - 1) // self.stride[0] + 1
+
+    @property
+    def q(self) -> int:
+        return (self.width + 2 * self.padding[1] - self.dilation[1] * (self.s - 1) - 1) // self.stride[1] + 1
+
+    @property
+    def gemm_m(self) -> int:
+        return self.images * self.p * self.q
+
+    @property
+    def gemm_k(self) -> int:
+        return self.r * self.s * self.channels
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.gemm_m * self.out_channels * self.gemm_k
+
+    def c_pad(self, block_k: int) -> int:
+        """Each tap's channels in B, rounded up to the kernel's K-tile (zero rows past C)."""
+        return -(-_aligned_channels(self.channels) // block_k) * block_k
+
+    def geometry(self, block_k: int) -> ConvGeometry:
+        return ConvGeometry(self.height, self.width, _aligned_channels(self.channels), self.p, self.q,
+                            self.s, self.c_pad(block_k), *self.stride, *self.padding, *self.dilation)
+
+    def im2col_corners(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        """The (h, w) corners of the bounding box a TMA im2col map walks at filter offset 0:
+        from -padding to the last output pixel's first input pixel (as offsets from the
+        image's first pixel and from one past its last), so each image yields P x Q pixels."""
+        lower = (-self.padding[0], -self.padding[1])
+        upper = ((self.p - 1) * self.stride[0] + 1 - self.height - self.padding[0],
+                 (self.q - 1) * self.stride[1] + 1 - self.width - self.padding[1])
+        return lower, upper
+
+    def describe(self) -> str:
+        return (f"x [{self.images}, {self.channels}, {self.height}, {self.width}] * w [{self.out_channels}, "
+                f"{self.channels}, {self.r}, {self.s}], stride {self.stride}, padding {self.padding}, "
+                f"dilation {self.dilation} -> y [{self.images}, {self.out_channels}, {self.p}, {self.q}]")
+
+
+def _aligned_channels(c: int) -> int:
+    return -(-c // CHANNEL_ALIGN) * CHANNEL_ALIGN
+
+
+def _pair(name: str, v, minimum: int) -> tuple[int, int]:
+    pair = (v, v) if isinstance(v, int) else tuple(v) if isinstance(v, (tuple, list)) else None
+    if pair is None or len(pair) != 2 or not all(isinstance(i, int) and not isinstance(i, bool) for i in pair):
+        raise ZooError(f"{name} must be an int or a pair of ints, got {v!r}")
+    if min(pair) < minimum:
+        raise ZooError(f"{name} must be >= {minimum}, got {v!r}")
+    return pair
+
+
+def check_conv(x, w, bias, stride, padding, dilation, groups, out_dtype) -> tuple[Conv, torch.dtype]:
+    """Every check of a conv2d call, raising ZooError naming what is wrong; (shape, out dtype)."""
+    for name, t in (("x", x), ("w", w)):
+        if not isinstance(t, torch.Tensor):
+            raise ZooError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 4:
+            raise ZooError(f"{name} must be 4-D ({'N, C, H, W' if name == 'x' else 'K, C, R, S'}), "
+                           f"got {t.dim()}-D with shape {tuple(t.shape)}")
+    if groups != 1:
+        raise ZooError(f"groups={groups} is not supported: zoo.conv2d computes dense convolutions (groups=1)")
+    if x.dtype not in CONV_DTYPES or w.dtype != x.dtype:
+        raise ZooError(f"x and w must both be torch.float16 or both torch.bfloat16, got {x.dtype} and {w.dtype}")
+    if x.shape[1] != w.shape[1]:
+        raise ZooError(f"x has {x.shape[1]} channels but w expects {w.shape[1]} (w is K, C, R, S = {tuple(w.shape)})")
+    if min(x.shape) == 0 or min(w.shape) == 0:
+        raise ZooError(f"empty tensors: x {tuple(x.shape)}, w {tuple(w.shape)}")
+    shape = Conv(x.shape[0], x.shape[2], x.shape[3], x.shape[1], w.shape[0], w.shape[2], w.shape[3],
+                 _pair("stride", stride, 1), _pair("padding", padding, 0), _pair("dilation", dilation, 1))
+    if shape.p <= 0 or shape.q <= 0:
+        raise ZooError(f"the output would be {shape.p} x {shape.q}: {shape.describe()}")
+    if max(shape.gemm_m, shape.r * shape.s * shape.c_pad(64), shape.out_channels) > gemm.MAX_DIM:
+        raise ZooError(f"the GEMM of {shape.describe()} exceeds {gemm.MAX_DIM} in a dimension")
+    out_dtype = x.dtype if out_dtype is None else out_dtype
+    if out_dtype not in (x.dtype, torch.float32):
+        raise ZooError(f"out_dtype must be {x.dtype} (the input dtype) or torch.float32, got {out_dtype}")
+    if bias is not None:
+        if not isinstance(bias, torch.Tensor) or tuple(bias.shape) != (shape.out_channels,) or bias.device != x.device:
+            raise ZooError(f"bias must be a ({shape.out_channels},) tensor on {x.device}, got "
+                           f"{tuple(bias.shape) if isinstance(bias, torch.Tensor) else type(bias).__name__}")
+    if x.device != w.device or x.device.type != "cuda":
+        raise ZooError(f"x and w must be CUDA tensors on one device, got {x.device} and {w.device}")
+    return shape, out_dtype
+
+
+def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, stride=1, padding=0,
+           dilation=1, groups: int = 1, *, out_dtype: torch.dtype | None = None,
+           kernel: str | None = None, config: str | None = None) -> torch.Tensor:
+    """torch.nn.functional.conv2d on the zoo's kernels, as an implicit GEMM (no im2col buffer).
+
+    x: (N, C, H, W) and w: (K, C, R, S), both torch.float16 or both torch.bfloat16 on one CUDA
+    device. x is read channels-last (NHWC): an NCHW x is converted first (a copy), as is one
+    whose C is not a multiple of 8 (its channels padded with zeros). Any stride, padding and
+    dilation (ints or (h, w) pairs); groups must be 1. FP32 accumulation; the result is
+    (N, K, P, Q) in x's dtype or out_dtype=torch.float32, channels-last. bias (K,) is added
+    after the GEMM (a separate elementwise pass). No autograd: inputs that require grad raise.
+    kernel / config name a conv kernel (zoo list) and one of its configs.
+    """
+    shape, out_dtype = check_conv(x, w, bias, stride, padding, dilation, groups, out_dtype)
+    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, w, bias)):
+        raise ZooError("zoo.conv2d has no backward: call it under torch.no_grad() (or use "
+                       "torch.nn.functional.conv2d where gradients are needed)")
+    y = plan_for(x, shape, out_dtype, kernel, config).run(x, w)
+    if bias is not None:
+        y.add_(bias.to(y.dtype).view(1, -1, 1, 1))
+    return y
+
+
+_PLANS_KEPT = 64
+_plans: OrderedDict = OrderedDict()
+
+
+def plan_for(x: torch.Tensor, shape: Conv, out_dtype: torch.dtype, kernel: str | None,
+             config: str | None) -> "ConvPlan":
+    """The plan of a call's layout: worked out on its first call, then looked up."""
+    key = (x.shape, x.stride(), x.dtype, x.device, x.data_ptr() % 16, shape, out_dtype, kernel, config)
+    plan = _plans.get(key)
+    if plan is None:
+        plan = plan_conv(x, shape, out_dtype, kernel, config)
+        gemm.remember(_plans, key, plan, _PLANS_KEPT)
+    return plan
+
+
+@dataclass
+class ConvPlan:
+    """What conv2d works out once per layout: the kernel, config, the launch with its
+    arguments packed (addresses patched per call) and how to lay out x and w for it."""
+    shape: Conv
+    spec: KernelSpec
+    cfg: TileConfig
+    launch: gemm.Launch
+    out_dtype: torch.dtype
+    im2col: tuple | None   # the im2col map's arguments after the address (TMA kernels)
+
+    def run(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        sh = self.shape
+        xs = nhwc(x)
+        b = weight_matrix(w, sh.c_pad(self.cfg.block_k))
+        y = torch.empty((sh.gemm_m, sh.out_channels), dtype=self.out_dtype, device=x.device)
+        launch, args = self.launch, self.launch.args
+        with launch.lock:
+            if self.im2col is not None:
+                args.set_map(0, cuda.im2col_tensor_map(xs.data_ptr(), *self.im2col))
+                args.set_map_address(1, b.data_ptr())
+                if launch.c_map:
+                    args.set_map_address(2, y.data_ptr())
+                args.set(4, y.data_ptr())
+            else:
+                args.set(0, xs.data_ptr())
+                args.set(1, b.data_ptr())
+                args.set(2, y.data_ptr())
+            launch._fire()
+        return y.view(sh.images, sh.p, sh.q, sh.out_channels).permute(0, 3, 1, 2)
+
+
+def nhwc(x: torch.Tensor) -> torch.Tensor:
+    """x as a packed NHWC tensor (N, H, W, C8) the kernels read: a view of a channels-last x
+    with C a multiple of 8 and a 16-byte-aligned base; otherwise a copy (channels zero-padded)."""
+    n, c, h, w = x.shape
+    c8 = _aligned_channels(c)
+    if c == c8 and x.is_contiguous(memory_format=torch.channels_last) and x.data_ptr() % 16 == 0:
+        return x.permute(0, 2, 3, 1)
+    out = torch.zeros((n, h, w, c8), dtype=x.dtype, device=x.device)
+    out[..., :c].copy_(x.permute(0, 2, 3, 1))
+    return out
+
+
+def weight_matrix(w: torch.Tensor, c_pad: int) -> torch.Tensor:
+    """w (K, C, R, S) as the GEMM's B: a (R * S * c_pad, K) row-major matrix, row
+    (r * S + s) * c_pad + c holding w[:, c, r, s], zero for c >= C; its rows are
+    _aligned_channels(K) long (16-byte multiples, as cp.async and TMA read them)."""
+    k, c, r, s = w.shape
+    k8 = _aligned_channels(k)
+    if c_pad == c and k8 == k:
+        b = w.permute(2, 3, 1, 0).reshape(r * s * c, k)  # one copy kernel (a view if w is laid out so)
+        return b if b.data_ptr() % 16 == 0 and b.is_contiguous() else b.clone()
+    b = torch.zeros((r, s, c_pad, k8), dtype=w.dtype, device=w.device)
+    b[:, :, :c, :k].copy_(w.permute(2, 3, 1, 0))
+    return b.view(r * s * c_pad, k8)[:, :k]
+
+
+def plan_conv(x: torch.Tensor, shape: Conv, out_dtype: torch.dtype, kernel: str | None,
+              config: str | None) -> ConvPlan:
+    """The kernel and config for the convolution's GEMM (the registry's choice among the conv
+    kernels, or the one named), compiled on first use, and its launch."""
+    device_index = x.device.index if x.device.index is not None else torch.cuda.current_device()
+    limits = gemm.device_limits(device_index)
+    problem = Problem(shape.gemm_m, shape.out_channels, shape.gemm_k, gemm._dtype_name(x.dtype),
+                      gemm._dtype_name(out_dtype))
+    spec, cfg = registry.select(limits, problem, kernel_name=kernel, config_name=config, op="conv")
+    if spec.tma_boxes and not _im2col_fits(shape):
+        if kernel:
+            raise ZooError(f"{spec.name} reads x through a TMA im2col map, which cannot express "
+                           f"{shape.describe()} (corners in {cuda.IM2COL_CORNER}, strides <= {cuda.IM2COL_MAX_STRIDE})")
+        fallback = [k for k in registry.eligible(limits.cc, problem, "conv") if not k.tma_boxes]
+        if not fallback:
+            raise ZooError(f"no conv kernel for {shape.describe()} on CC {limits.cc[0]}.{limits.cc[1]}")
+        spec, cfg = fallback[0], registry.pick_config(fallback[0], limits, problem)
+    return ConvPlan(shape, spec, cfg, *plan_launch(spec, cfg, device_index, x, shape, out_dtype), out_dtype)
+
+
+def _im2col_fits(shape: Conv) -> bool:
+    low, high = cuda.IM2COL_CORNER
+    lower, upper = shape.im2col_corners()
+    offsets = ((shape.r - 1) * shape.dilation[0], (shape.s - 1) * shape.dilation[1])
+    return all(low <= v <= high for v in (*lower, *upper)) and max(offsets) <= high and \
+        max(shape.stride) <= cuda.IM2COL_MAX_STRIDE
+
+
+def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, x: torch.Tensor, shape: Conv,
+                out_dtype: torch.dtype) -> tuple[gemm.Launch, tuple | None]:
+    """The launch of a conv kernel for this shape (addresses filled in per call), and for a TMA
+    kernel the im2col map's arguments after its address."""
+    m, n, k = shape.gemm_m, shape.out_channels, shape.r * shape.s * shape.c_pad(cfg.block_k)
+    ldb = _aligned_channels(n)  # weight_matrix's row stride
+    dtype, out_name = gemm._dtype_name(x.dtype), gemm._dtype_name(out_dtype)
+    geometry = (shape.geometry(cfg.block_k), cuda.BY_VALUE)
+    with torch.cuda.device(device_index):
+        fn = gemm.compiled(spec, cfg, dtype, out_name, device_index)
+        if not spec.tma_boxes:
+            grid = spec.grid(cfg, m, n, 0)
+            args = [(0, cuda.POINTER), (0, cuda.POINTER), (0, cuda.POINTER), (m, cuda.INT32), (n, cuda.INT32),
+                    (k, cuda.INT32), (ldb, cuda.INT32), (n, cuda.INT32), geometry]
+            return gemm.Launch(fn, device_index, grid, cfg.threads, cfg.cluster_size, args, slots=(0, 1, 2)), None
+        resident = gemm._resident_clusters(spec, cfg, fn, device_index)
+        splits = registry.split_k(spec, cfg, m, n, k, resident)
+        grid = spec.grid(cfg, m, n, resident, splits)
+        (_, _), (b_rows, b_cols), (c_rows, c_cols) = spec.tma_boxes(cfg, torch.tensor([], dtype=out_dtype).element_size())
+        lower, upper = shape.im2col_corners()
+        im2col = (dtype, shape.images, shape.height, shape.width, _aligned_channels(shape.channels),
+                  lower, upper, shape.stride, cfg.block_m, cfg.block_k)
+        # Placeholder addresses (16-byte aligned) until the first call patches them in.
+        a_map = cuda.im2col_tensor_map(16, *im2col)
+        b_map = (16, dtype, k, n, ldb, b_rows, b_cols)
+        out_size = torch.tensor([], dtype=out_dtype).element_size()
+        c_tma = n * out_size % 16 == 0
+        c_map = (16, out_name, m, n, n, c_rows, c_cols) if c_tma else None
+        split_k = None
+        if splits > 1:
+            slots = registry.stacks(cfg, m, n) * cfg.cluster_size * cfg.warps
+            split_k = (slots * splits * cfg.warp_m * cfg.warp_n, slots)
+        args = [(a_map, cuda.ENCODED_MAP), (b_map, cuda.TENSOR_MAP), (c_map, cuda.TENSOR_MAP),
+                (int(c_tma), cuda.INT32), (0, cuda.POINTER), (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32),
+                (n, cuda.INT32), (splits, cuda.INT32), geometry, (0, cuda.POINTER), (0, cuda.POINTER)]
+    launch = gemm.Launch(fn, device_index, grid, cfg.threads, cfg.cluster_size, args, split_k, (0, 1, 4), maps=True)
+    return launch, im2col
+
+
+def explain(shape: Conv, block_m: int = 128, block_n: int = 128, block_k: int = 64) -> list[str]:
+    """The GEMM a convolution becomes, and what one A tile of it reads, for learners."""
+    c_pad = shape.c_pad(block_k)
+    lines = [shape.describe(),
+             f"GEMM: M = N*P*Q = {shape.images}*{shape.p}*{shape.q} = {shape.gemm_m} output pixels, "
+             f"N = K = {shape.out_channels} output channels, K = R*S*C = {shape.r}*{shape.s}*{shape.channels} = {shape.gemm_k}"
+             + (f" (each tap padded to {c_pad} channels: {shape.r * shape.s * c_pad})" if c_pad != shape.channels else ""),
+             f"{shape.flops / 1e9:.2f} GFLOP; an explicit im2col matrix would hold {shape.gemm_m * shape.gemm_k:,} "
+             f"elements ({shape.gemm_m * shape.gemm_k / max(shape.images * shape.height * shape.width * shape.channels, 1):.1f}x the size of x)",
+             f"A tile of {block_m} x {block_k} (rows m0.., K-tile kt): tap t = kt / {c_pad // block_k}, (r, s) = (t / {shape.s}, t % {shape.s}), "
+             f"channels (kt % {c_pad // block_k}) * {block_k}..; row m is pixel (n, p, q) = (m / {shape.p * shape.q}, m / {shape.q} % {shape.p}, m % {shape.q})",
+             f"  it reads x[n, p*{shape.stride[0]} - {shape.padding[0]} + r*{shape.dilation[0]}, "
+             f"q*{shape.stride[1]} - {shape.padding[1]} + s*{shape.dilation[1]}, c], zero outside the image"]
+    for kt in range(min(3, shape.r * shape.s * (c_pad // block_k))):
+        t = kt // (c_pad // block_k)
+        r, s, c0 = t // shape.s, t % shape.s, (kt % (c_pad // block_k)) * block_k
+        h0 = -shape.padding[0] + r * shape.dilation[0]
+        w0 = -shape.padding[1] + s * shape.dilation[1]
+        lines.append(f"  tile 0, K-tile {kt}: tap (r={r}, s={s}), channels {c0}..{c0 + block_k - 1}; "
+                     f"row 0 reads x[0, {h0}, {w0}, {c0}..]" + (" (padding: zeros)" if h0 < 0 or w0 < 0 else ""))
+    return lines
+
+
+# ----------------------------------------------------------------------------- measuring
+
+def _layer(name: str, c: int, k: int, hw: int, rs: int, stride: int = 1, images: int = 32) -> tuple[str, Conv]:
+    pad = rs // 2
+    return name, Conv(images, hw, hw, c, k, rs, rs, (stride, stride), (pad, pad), (1, 1))
+
+
+# The layer worked through in the issue, and ResNet-50's (v1.5, torchvision) 3x3 and 1x1 layers
+# at batch 32, each distinct shape once: (name, shape).
+SUITES: dict[str, list[tuple[str, Conv]]] = {
+    "layer": [_layer("3x3 64->128 @56", 64, 128, 56, 3)],
+    "resnet50": [
+        _layer("conv2 1x1 64->64", 64, 64, 56, 1), _layer("conv2 3x3 64->64", 64, 64, 56, 3),
+        _layer("conv2 1x1 64->256", 64, 256, 56, 1), _layer("conv2 1x1 256->64", 256, 64, 56, 1),
+        _layer("conv3 1x1 256->128", 256, 128, 56, 1), _layer("conv3 3x3 128->128 s2", 128, 128, 56, 3, 2),
+        _layer("conv3 1x1 128->512", 128, 512, 28, 1), _layer("conv3 down 1x1 256->512 s2", 256, 512, 56, 1, 2),
+        _layer("conv3 1x1 512->128", 512, 128, 28, 1), _layer("conv3 3x3 128->128", 128, 128, 28, 3),
+        _layer("conv4 1x1 512->256", 512, 256, 28, 1), _layer("conv4 3x3 256->256 s2", 256, 256, 28, 3, 2),
+        _layer("conv4 1x1 256->1024", 256, 1024, 14, 1), _layer("conv4 down 1x1 512->1024 s2", 512, 1024, 28, 1, 2),
+        _layer("conv4 1x1 1024->256", 1024, 256, 14, 1), _layer("conv4 3x3 256->256", 256, 256, 14, 3),
+        _layer("conv5 1x1 1024->512", 1024, 512, 14, 1), _layer("conv5 3x3 512->512 s2", 512, 512, 14, 3, 2),
+        _layer("conv5 1x1 512->2048", 512, 2048, 7, 1), _layer("conv5 down 1x1 1024->2048 s2", 1024, 2048, 14, 1, 2),
+        _layer("conv5 1x1 2048->512", 2048, 512, 7, 1), _layer("conv5 3x3 512->512", 512, 512, 7, 3),
+    ],
+}
+
+
+def inputs(shape: Conv, dtype: torch.dtype, gen: torch.Generator, channels_last: bool = True):
+    """Random x (N, C, H, W) and w (K, C, R, S) for a shape, x channels-last if asked."""
+    x = torch.randn(shape.images, shape.channels, shape.height, shape.width, device="cuda", dtype=dtype, generator=gen)
+    w = torch.randn(shape.out_channels, shape.channels, shape.r, shape.s, device="cuda", dtype=dtype, generator=gen)
+    w = w / (shape.r * shape.s * shape.channels) ** 0.5  # outputs of order 1
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+    return x, w
+
+
+def torch_conv(x, w, shape: Conv, bias=None, out_dtype=None):
+    y = torch.nn.functional.conv2d(x, w, bias, shape.stride, shape.padding, shape.dilation)
+    return y if out_dtype in (None, y.dtype) else y.to(out_dtype)
+
+
+def verify(x, w, y, shape: Conv, bias=None):
+    """y against a float64 reference (F.conv2d in float64), within 2x cuDNN's own error on
+    the same inputs (plus a floor) and the normwise bound; NaN/Inf fail."""
+    from . import bench
+    ref = torch.nn.functional.conv2d(x.double(), w.double(), None if bias is None else bias.double(),
+                                     shape.stride, shape.padding, shape.dilation)
+    err = bench.relative_error(y, ref)
+    err_torch = bench.relative_error(torch_conv(x, w, shape, bias, y.dtype), ref)
+    bound = min(2 * err_torch + bench.FLOOR.get(y.dtype, 1e-4), bench.NORMWISE_BOUND)
+    return bench.Check(err <= bound, err, err_torch, bound)
+
+
+def measure(shape: Conv, dtype: torch.dtype, out_dtype: torch.dtype | None, warmup: int, iters: int,
+            seed: int = 0, kernel: str | None = None, config: str | None = None, graph: bool = True):
+    """Verify zoo.conv2d on one shape, then time it side by side with cuDNN (channels-last,
+    torch.backends.cudnn.benchmark on): {"zoo": Timing, "cudnn": Timing}, the Check, and the
+    kernel / config that ran."""
+    from . import bench
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    x, w = inputs(shape, dtype, gen)
+    with torch.no_grad():
+        y = conv2d(x, w, stride=shape.stride, padding=shape.padding, dilation=shape.dilation,
+                   out_dtype=out_dtype, kernel=kernel, config=config)
+        check = verify(x, w, y, shape)
+    plan = plan_for(x, shape, y.dtype, kernel, config)
+    torch.backends.cudnn.benchmark = True
+    lim = gemm.device_limits(x.device.index or 0)
+    per_set = x.numel() * x.element_size() + w.numel() * w.element_size() + shape.gemm_m * shape.out_channels * 4
+    sets = bench.rotation_sets(per_set, lim.l2_bytes, max_sets=4)
+    xs = [inputs(shape, dtype, gen) for _ in range(sets)]
+    fns = {"cudnn": lambda i: torch_conv(xs[i][0], xs[i][1], shape, out_dtype=out_dtype),
+           "zoo": lambda i: conv2d(xs[i][0], xs[i][1], stride=shape.stride, padding=shape.padding,
+                                   dilation=shape.dilation, out_dtype=out_dtype, kernel=kernel, config=config)}
+    with torch.no_grad():
+        timings = bench.time_side_by_side(fns, sets, warmup, iters, graph=graph)
+    return timings, check, plan.spec.name, plan.cfg.name
+
+
+def parse(text: str) -> Conv:
+    """A convolution from 'N,C,H,W,K,R,S[,stride[,padding[,dilation]]]' (the CLI's --conv)."""
+    try:
+        v = [int(p) for p in text.split(",")]
+    except ValueError:
+        v = []
+    if not 7 <= len(v) <= 10 or min(v[:7]) < 1:
+        raise ZooError(f"--conv {text!r}: expected N,C,H,W,K,R,S[,stride[,padding[,dilation]]] with positive "
+                       "sizes, e.g. 32,64,56,56,128,3,3,1,1")
+    n, c, h, w, k, r, s = v[:7]
+    stride, padding, dilation = (v[7:] + [1, r // 2, 1][len(v) - 7:])[:3]
+    shape = Conv(n, h, w, c, k, r, s, _pair("stride", stride, 1), _pair("padding", padding, 0),
+                 _pair("dilation", dilation, 1))
+    if shape.p <= 0 or shape.q <= 0:
+        raise ZooError(f"the output would be {shape.p} x {shape.q}: {shape.describe()}")
+    return shape
