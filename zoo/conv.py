@@ -251,7 +251,8 @@ def plan_conv(x: torch.Tensor, shape: Conv, out_dtype: torch.dtype, kernel: str 
         if not fallback:
             raise ZooError(f"no conv kernel for {shape.describe()} on CC {limits.cc[0]}.{limits.cc[1]}")
         spec, cfg = fallback[0], registry.pick_config(fallback[0], limits, problem)
-    return ConvPlan(shape, spec, cfg, *plan_launch(spec, cfg, device_index, x, shape, out_dtype), out_dtype)
+    launch, im2col = plan_launch(spec, cfg, device_index, x, shape, out_dtype)
+    return ConvPlan(shape, spec, cfg, launch, out_dtype, im2col)
 
 
 def _im2col_fits(shape: Conv) -> bool:
