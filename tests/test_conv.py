@@ -106,6 +106,17 @@ def test_weight_matrix_rows_and_padding():
         assert torch.equal(row, w[:, c, r, s]) if c < 3 else not row.any()
 
 
+@pytest.mark.parametrize("k, c, r", [(64, 64, 1), (128, 64, 3), (16, 8, 1)])
+def test_weight_matrix_is_row_major_without_padding(k, c, r):
+    """The unpadded path (c_pad == C, K a multiple of 8): a row-major (R*S*C, K) matrix. A 1x1
+    filter's permute + reshape is a transposed view, which the kernels read as garbage (the
+    ResNet-50 suite's 1x1 layers failed verification on the H100 before this)."""
+    w = torch.randn(k, c, r, r)
+    b = conv.weight_matrix(w, c)
+    assert b.stride() == (k, 1)
+    assert torch.equal(b, w.permute(2, 3, 1, 0).reshape(r * r * c, k))
+
+
 @pytest.mark.parametrize("kwargs, match", [
     ({"groups": 2}, "groups"),
     ({"stride": 0}, "stride"),

@@ -227,8 +227,9 @@ def weight_matrix(w: torch.Tensor, c_pad: int) -> torch.Tensor:
     k, c, r, s = w.shape
     k8 = _aligned_channels(k)
     if c_pad == c and k8 == k:
-        b = w.permute(2, 3, 1, 0).reshape(r * s * c, k)  # one copy kernel (a view if w is laid out so)
-        return b if b.data_ptr() % 16 == 0 and b.is_contiguous() else b.clone()
+        # One copy kernel; reshape alone may return a transposed view (a 1x1 filter's is one).
+        b = w.permute(2, 3, 1, 0).reshape(r * s * c, k).contiguous()
+        return b if b.data_ptr() % 16 == 0 else b.clone(memory_format=torch.contiguous_format)
     b = torch.zeros((r, s, c_pad, k8), dtype=w.dtype, device=w.device)
     b[:, :, :c, :k].copy_(w.permute(2, 3, 1, 0))
     return b.view(r * s * c_pad, k8)[:, :k]
