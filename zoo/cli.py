@@ -712,7 +712,7 @@ def cmd_conv(args) -> int:
     groups = {"shape": [(args.shape, conv.parse(args.shape))]} if args.shape else \
         {s: conv.SUITES[s] for s in (conv.SUITES if args.suite == "all" else [args.suite])}
     lim = device_limits(torch.cuda.current_device())
-    timing = "CUDA-graph replays" if not args.eager else "eager calls (CUDA events)"
+    timing = "CUDA-graph replays" if not args.eager else "wall clock per eager call"
     table = Table(title=f"zoo.conv2d vs cuDNN (F.conv2d, channels-last, cudnn.benchmark), {args.dtype} -> "
                         f"{args.out_dtype or args.dtype}, on {lim.part}, median of {args.iters}, {timing}")
     for col in ("suite", "layer", "x (N,C,H,W) * w (K,R,S), stride", "GEMM M x N x K", "kernel / config", "ms",

@@ -401,8 +401,9 @@ def measure(shape: Conv, dtype: torch.dtype, out_dtype: torch.dtype | None, warm
     fns = {"cudnn": lambda i: torch_conv(xs[i][0], xs[i][1], shape, out_dtype=out_dtype),
            "zoo": lambda i: conv2d(xs[i][0], xs[i][1], stride=shape.stride, padding=shape.padding,
                                    dilation=shape.dilation, out_dtype=out_dtype, kernel=kernel, config=config)}
-    with torch.no_grad():
-        timings = bench.time_side_by_side(fns, sets, warmup, iters, graph=graph)
+    with torch.no_grad():  # graph: device time of replays; else wall clock per eager call
+        timings = bench.time_side_by_side(fns, sets, warmup, iters) if graph else \
+            bench.wall_side_by_side(fns, sets, warmup, iters)
     return timings, check, plan.spec.name, plan.cfg.name
 
 
