@@ -117,6 +117,16 @@ def test_weight_matrix_is_row_major_without_padding(k, c, r):
     assert torch.equal(b, w.permute(2, 3, 1, 0).reshape(r * r * c, k))
 
 
+def test_krsc_views_channels_last_weights_and_pads_the_others():
+    w = torch.randn(16, 8, 3, 3)
+    cl = w.contiguous(memory_format=torch.channels_last)
+    assert conv.krsc(cl).data_ptr() == cl.data_ptr() and torch.equal(conv.krsc(cl), w.permute(0, 2, 3, 1))
+    packed = conv.krsc(w)  # NCHW-contiguous: one copy
+    assert packed.is_contiguous() and torch.equal(packed, w.permute(0, 2, 3, 1))
+    odd = conv.krsc(torch.randn(4, 5, 1, 2))
+    assert odd.shape == (4, 1, 2, 8) and not odd[..., 5:].any()
+
+
 @pytest.mark.parametrize("kwargs, match", [
     ({"groups": 2}, "groups"),
     ({"stride": 0}, "stride"),

@@ -5,8 +5,9 @@ An NHWC image x [images, H, W, C] convolved with weights [K, C, R, S] is the GEM
 whose A (the im2col of x: row m is output pixel (n, p, q), column (r, s, c) the input pixel
 that filter tap (r, s) sees from it, channel c) is never stored: each kernel computes its A
 tiles' addresses from the geometry (sm_80, sm_75) or has TMA read them in im2col mode (sm_90a).
-B is the weights as a (R * S * c_pad, K) row-major matrix, each tap's channels padded to the
-kernel's K-tile (c_pad) so that one K-tile lies in one tap. y comes out NHWC: the returned
+B is the weights: for sm_90a, as they lie channels-last (K, R, S, C), read K-major through a
+4-D TMA map; for the others, a (R * S * c_pad, K) row-major matrix, each tap's channels padded
+to the kernel's K-tile (c_pad). Either way one K-tile lies in one filter tap. y comes out NHWC: the returned
 (images, K, P, Q) tensor is channels-last.
 """
 
@@ -155,7 +156,8 @@ def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, s
     if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, w, bias)):
         raise ZooError("zoo.conv2d has no backward: call it under torch.no_grad() (or use "
                        "torch.nn.functional.conv2d where gradients are needed)")
-    y = plan_for(x, shape, out_dtype, kernel, config).run(x, w)
+    plan = plan_for(x, shape, out_dtype, kernel, config)
+    y = plan.run(x, plan.weights(w))
     if bias is not None:
         y.add_(bias.to(y.dtype).view(1, -1, 1, 1))
     return y
@@ -187,16 +189,24 @@ class ConvPlan:
     out_dtype: torch.dtype
     im2col: tuple | None   # the im2col map's arguments after the address (TMA kernels)
 
-    def run(self, x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+    def weights(self, w: torch.Tensor) -> torch.Tensor:
+        """w as this plan's kernel reads it: the TMA kernel, K x R x S x C8 (channels-last);
+        the others, the (R*S*c_pad, K) matrix of weight_matrix."""
+        if self.im2col is not None:
+            return krsc(w)
+        return weight_matrix(w, self.shape.c_pad(self.cfg.block_k))
+
+    def run(self, x: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        """y for x and the weights as weights() lays them out."""
         sh = self.shape
         xs = nhwc(x)
-        b = weight_matrix(w, sh.c_pad(self.cfg.block_k))
         y = torch.empty((sh.gemm_m, sh.out_channels), dtype=self.out_dtype, device=x.device)
         launch, args = self.launch, self.launch.args
         with launch.lock:
             if self.im2col is not None:
                 args.set_map(0, cuda.im2col_tensor_map(xs.data_ptr(), *self.im2col))
-                args.set_map_address(1, b.data_ptr())
+                args.set_map(1, cuda.weights_tensor_map(b.data_ptr(), self.im2col[0], *b.shape,
+                                                        self.cfg.block_n, self.cfg.block_k))
                 if launch.c_map:
                     args.set_map_address(2, y.data_ptr())
                 args.set(4, y.data_ptr())
@@ -217,6 +227,20 @@ def nhwc(x: torch.Tensor) -> torch.Tensor:
         return x.permute(0, 2, 3, 1)
     out = torch.zeros((n, h, w, c8), dtype=x.dtype, device=x.device)
     out[..., :c].copy_(x.permute(0, 2, 3, 1))
+    return out
+
+
+def krsc(w: torch.Tensor) -> torch.Tensor:
+    """w (K, C, R, S) as packed (K, R, S, C8) weights, channels innermost: a view of a
+    channels-last w whose C is a multiple of 8, else one copy (channels zero-padded)."""
+    k, c, r, s = w.shape
+    c8 = _aligned_channels(c)
+    if c == c8 and w.is_contiguous(memory_format=torch.channels_last) and w.data_ptr() % 16 == 0:
+        return w.permute(0, 2, 3, 1)
+    out = torch.empty((k, r, s, c8), dtype=w.dtype, device=w.device)
+    if c8 > c:
+        out[..., c:].zero_()
+    out[..., :c].copy_(w.permute(0, 2, 3, 1))
     return out
 
 
@@ -288,7 +312,8 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, x: torch.T
                   lower, upper, shape.stride, cfg.block_m, cfg.block_k)
         # Placeholder addresses (16-byte aligned) until the first call patches them in.
         a_map = cuda.im2col_tensor_map(16, *im2col)
-        b_map = (16, dtype, k, n, ldb, b_rows, b_cols)
+        b_map = cuda.weights_tensor_map(16, dtype, n, shape.r, shape.s, _aligned_channels(shape.channels),
+                                        b_rows, b_cols)
         out_size = torch.tensor([], dtype=out_dtype).element_size()
         c_tma = n * out_size % 16 == 0
         c_map = (16, out_name, m, n, n, c_rows, c_cols) if c_tma else None
@@ -296,7 +321,7 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, x: torch.T
         if splits > 1:
             slots = registry.stacks(cfg, m, n) * cfg.cluster_size * cfg.warps
             split_k = (slots * splits * cfg.warp_m * cfg.warp_n, slots)
-        args = [(a_map, cuda.ENCODED_MAP), (b_map, cuda.TENSOR_MAP), (c_map, cuda.TENSOR_MAP),
+        args = [(a_map, cuda.ENCODED_MAP), (b_map, cuda.ENCODED_MAP), (c_map, cuda.TENSOR_MAP),
                 (int(c_tma), cuda.INT32), (0, cuda.POINTER), (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32),
                 (n, cuda.INT32), (splits, cuda.INT32), geometry, (0, cuda.POINTER), (0, cuda.POINTER)]
     launch = gemm.Launch(fn, device_index, grid, cfg.threads, cfg.cluster_size, args, split_k, (0, 1, 4), maps=True)

@@ -749,6 +749,30 @@ def im2col_tensor_map(address: int, dtype: str, images: int, height: int, width:
         "cuTensorMapEncodeIm2col")
 
 
+@functools.lru_cache(maxsize=256)
+def weights_tensor_map(address: int, dtype: str, k: int, r: int, s: int, c: int, box_k: int, box_c: int):
+    """A 4-D tiled TMA descriptor of packed convolution weights K x R x S x C (channels
+    innermost) at `address`: boxes of box_k output channels x box_c input channels of one
+    filter tap, 128-byte swizzle, zeros past C (and K). Cached: it depends only on these values."""
+    driver, _ = _bindings()
+    name, size = _TMA_DTYPES[dtype]
+    if address % 16 or c * size % 16 or box_c * size > TMA_SWIZZLE_BYTES or not 1 <= box_k <= 256:
+        raise ZooError(f"a TMA map of {k}x{r}x{s}x{c} {dtype} weights needs a 16-byte-aligned base, rows of "
+                       f"16-byte multiples and a box of at most 256 x {TMA_SWIZZLE_BYTES} B; got "
+                       f"address {address:#x}, box {box_k} x {box_c}")
+    _check(driver.cuInit(0), "cuInit")
+    u64, u32 = driver.cuuint64_t, driver.cuuint32_t
+    return _check(driver.cuTensorMapEncodeTiled(
+        getattr(driver.CUtensorMapDataType, name), 4, address,
+        [u64(c), u64(s), u64(r), u64(k)], [u64(c * size), u64(s * c * size), u64(r * s * c * size)],
+        [u32(box_c), u32(1), u32(1), u32(box_k)], [u32(1)] * 4,
+        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+        "cuTensorMapEncodeTiled")
+
+
 @functools.lru_cache(maxsize=None)
 def tensor_map_address_offset() -> int | None:
     """Where an encoded tensor map keeps its global address, found by encoding one layout at

@@ -16,7 +16,10 @@
 //   the padding as its bounding box): K-tile kt of a tile is filter tap kt / c_blocks, channels
 //   (kt % c_blocks) * BK.., one TMA load at the tile's first output pixel with the tap's
 //   offsets; the hardware walks rows and images and zero-fills the padding. B is the weights
-//   as a (R*S*c_pad, K_out) row-major matrix, C the NHWC output. Same ring, MMAs, epilogue.
+//   as they lie channels-last, K_out x R x S x C: a 4-D tiled map, one box of BN output
+//   channels x BK input channels per K-tile at the tap, stored K-major (BN rows x 128 B, like
+//   A) and read by wgmma without the transpose (ZOO_B_K_MAJOR); channels past C read as zero.
+//   C is the NHWC output. Same ring, scheduler, split-K and epilogue; no clusters.
 //   Runs on CC 9.0 only (wgmma, setmaxnreg: compiled for sm_90a by NVRTC in zoo/cuda.py, with
 //   the tile shape and STAGES as -D defines).
 //
@@ -255,15 +258,18 @@ struct Gemm {
 };
 
 #ifdef ZOO_CONV
-static_assert(CLUSTER_N == 1, "a convolution's A tile is one im2col load (no multicast shares)");
-// The im2col load of K-tile kt of the tile whose first output pixel is m0 (see the header).
-__device__ __forceinline__ void load_conv_a(unsigned dst, const TensorMap* map, unsigned bar,
-                                            const zoo::ConvGeometry& g, int m0, int kt) {
+static_assert(CLUSTER == 1, "a convolution's A tile is one im2col load and its B one weight box (no multicast)");
+// The loads of K-tile kt of tile (m0 = its first output pixel, n0 = its first output channel):
+// the im2col box of A at the tap's offsets, and the weights' box at the tap (see the header).
+__device__ __forceinline__ void load_conv_tiles(unsigned a_dst, unsigned b_dst, const TensorMap* map_a,
+                                                const TensorMap* map_b, unsigned bar,
+                                                const zoo::ConvGeometry& g, int m0, int n0, int kt) {
   const int c_blocks = g.c_pad / BK, tap = kt / c_blocks, r = tap / g.S, s = tap - r * g.S;
+  const int c0 = (kt - tap * c_blocks) * BK;
   const int pq = g.P * g.Q, n = m0 / pq, p = (m0 - n * pq) / g.Q, q = m0 - n * pq - p * g.Q;
-  tma_load_im2col_4d(dst, map, bar, (kt - tap * c_blocks) * BK, q * g.stride_w - g.pad_w,
-                     p * g.stride_h - g.pad_h, n, static_cast<unsigned short>(s * g.dil_w),
-                     static_cast<unsigned short>(r * g.dil_h));
+  tma_load_im2col_4d(a_dst, map_a, bar, c0, q * g.stride_w - g.pad_w, p * g.stride_h - g.pad_h, n,
+                     static_cast<unsigned short>(s * g.dil_w), static_cast<unsigned short>(r * g.dil_h));
+  tma_load_4d(b_dst, map_b, bar, c0, s, r, n0);
 }
 #endif
 
@@ -485,9 +491,16 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
   // byte offsets added to the start-address field (>> 4).
   // A: K-major, 8-row groups 1024 B apart (SBO); LBO unused with a swizzle this wide.
   const unsigned long long desc_a0 = sw128_descriptor(a_smem + wg_m0 * SWIZZLE_BYTES, 16, ATOM_BYTES);
+#ifdef ZOO_B_K_MAJOR
+  // B (a convolution's weights): K-major like A, BN rows of 128 B, 8-row groups 1024 B apart.
+  const unsigned long long desc_b0 = sw128_descriptor(b_smem + wg_n0 * SWIZZLE_BYTES, 16, ATOM_BYTES);
+  constexpr int B_K_STEP_BYTES = 32;  // a k16 step: 32 bytes along the swizzled row
+#else
   // B: N-major; 128-byte-wide boxes B_BOX_BYTES apart (LBO), 8-row K groups 1024 B apart (SBO).
   const unsigned long long desc_b0 =
       sw128_descriptor(b_smem + (wg_n0 / BOX_COLS) * B_BOX_BYTES, B_BOX_BYTES, ATOM_BYTES);
+  constexpr int B_K_STEP_BYTES = MMA_K * SWIZZLE_BYTES;  // a k16 step: 16 rows of 128 B
+#endif
   // TF32: this thread's fragment words in a B stage, for k = t (e = 0) and t + 4 (e = 1) of a
   // k8 step, rows g (h = 0) and g + 8 (h = 1): box, swizzled 16-byte chunk, word.
   unsigned frag_off[2][2];
@@ -554,7 +567,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
 #pragma unroll
         for (int ks = 0; ks < K_STEPS; ++ks) {
           const unsigned long long a = desc_a0 + ((stage * A_STAGE_BYTES + ks * 32) >> 4);
-          const unsigned long long b = desc_b0 + ((stage * B_STAGE_BYTES + ks * MMA_K * SWIZZLE_BYTES) >> 4);
+          const unsigned long long b = desc_b0 + ((stage * B_STAGE_BYTES + ks * B_K_STEP_BYTES) >> 4);
 #pragma unroll
           for (int s = 0; s < M_SUBS; ++s)  // row block s: 64 rows (64 x 128 B) further into A
             Wgmma<MMA_N, BF16>::mma(acc[s], a + s * (64 * SWIZZLE_BYTES >> 4), b,
@@ -711,13 +724,15 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
           const int a_row = sched.rank_n * A_SHARE_ROWS;
           const unsigned a_dst = a_smem + stage * A_STAGE_BYTES + a_row * SWIZZLE_BYTES;
 #ifdef ZOO_CONV
-          load_conv_a(a_dst, tmap_a, bar, *w.g.conv, tile_m * BM, kt);
+          load_conv_tiles(a_dst, b_smem + stage * B_STAGE_BYTES, tmap_a, tmap_b, bar, *w.g.conv, tile_m * BM,
+                          tile_n * BN, kt);
 #else
           if constexpr (CLUSTER_N > 1)
             tma_load_3d_multicast(a_dst, tmap_a, bar, kt * BK, tile_m * BM + a_row, w.matrix, row_mask);
           else
             tma_load_3d(a_dst, tmap_a, bar, kt * BK, tile_m * BM, w.matrix);
 #endif
+#ifndef ZOO_CONV
           const int b_row = sched.rank_m * B_SHARE_ROWS;
 #pragma unroll
           for (int box = 0; box < BN / BOX_COLS; ++box) {
@@ -728,6 +743,7 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
             else
               tma_load_3d(dst, tmap_b, bar, tile_n * BN + box * BOX_COLS, kt * BK, w.matrix);
           }
+#endif
           if (++stage == STAGES) stage = 0, phase ^= 1;
         }
       }

@@ -81,6 +81,16 @@ __device__ __forceinline__ void tma_load_3d(unsigned dst, const TensorMap* map, 
       : "memory");
 }
 
+// A 4-D tiled map (the convolution's weights, K x R x S x C): the box at (c, s, r, k).
+__device__ __forceinline__ void tma_load_4d(unsigned dst, const TensorMap* map, unsigned bar, int c,
+                                            int s, int r, int k) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4, %5, %6}], [%2];" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(c), "r"(s), "r"(r), "r"(k)
+      : "memory");
+}
+
 // Im2col mode (4-D NHWC map from cuTensorMapEncodeIm2col): the map's pixelsPerColumn pixels
 // starting at input position (n, h + off_h, w + off_w), walked along W, then H, then images
 // through the map's bounding box at its element strides (the conv stride), channels c.. of each:
@@ -243,12 +253,19 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[R][N]) {
 // D(64xN, f32) (+)= A(64x16, K-major) * B(16xN, N-major: imm-trans-b = 1), both from shared
 // memory. `accumulate` = 0 overwrites D (a tile's first K-step needs no zeroed registers).
 // TYPE is "f16" or "bf16"; DA, DB, SCALE are the operand numbers after the N/2 accumulators.
+// ZOO_B_K_MAJOR builds (the convolution's weights, K_out rows of R*S*C) read B K-major instead:
+// imm-trans-b = 0.
+#ifdef ZOO_B_K_MAJOR
+#define ZOO_TRANS_B "0"
+#else
+#define ZOO_TRANS_B "1"
+#endif
 #define ZOO_WGMMA(N, REGS, ACC, TYPE, DA, DB, SCALE)                                        \
   asm volatile(                                                                             \
       "{ .reg .pred p;\n"                                                                   \
       "  setp.ne.b32 p, %" #SCALE ", 0;\n"                                                  \
       "  wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " {" REGS "},"      \
-      " %" #DA ", %" #DB ", p, 1, 1, 0, 1; }"                                               \
+      " %" #DA ", %" #DB ", p, 1, 1, 0, " ZOO_TRANS_B "; }"                                  \
       : ACC                                                                                 \
       : "l"(desc_a), "l"(desc_b), "r"(accumulate))
 

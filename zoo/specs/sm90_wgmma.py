@@ -160,9 +160,16 @@ SM90_TF32 = replace(
 
 def _conv_rules(c: cfgs.TileConfig) -> list[str]:
     out = _sm90_rules(c)
-    if c.cluster_n != 1:
-        out.append(f"cluster_n {c.cluster_n} must be 1: a convolution's A tile is one im2col load, not multicast shares")
+    if c.cluster_size != 1:
+        out.append(f"cluster {c.cluster_m}x{c.cluster_n} must be 1x1: a convolution's A tile is one im2col "
+                   "load and its B tile one box of the weights, not multicast shares")
     return out
+
+
+def _conv_tma_boxes(c: cfgs.TileConfig, out_size: int) -> tuple[tuple[int, int], ...]:
+    """(rows, cols) of A's im2col box (block_m pixels x block_k channels), B's box of the
+    weights (block_n output channels x block_k input channels: K-major) and C's boxes."""
+    return ((c.block_m, c.block_k), (c.block_n, c.block_k), (SM90_EPILOGUE_ROWS, cuda.TMA_SWIZZLE_BYTES // out_size))
 
 
 # The same source built with ZOO_CONV: a convolution as implicit GEMM whose A tiles TMA reads
@@ -175,7 +182,8 @@ SM90_CONV = replace(
            ("float16", "float32"): "zoo_conv_sm90_f16_f32out",
            ("bfloat16", "bfloat16"): "zoo_conv_sm90_bf16_bf16out",
            ("bfloat16", "float32"): "zoo_conv_sm90_bf16_f32out"},
-    rules=_conv_rules, cluster_sizes=(1, 2), exports={}, extra_defines={"ZOO_CONV": 1}, op="conv",
+    rules=_conv_rules, cluster_sizes=(1,), exports={}, extra_defines={"ZOO_CONV": 1, "ZOO_B_K_MAJOR": 1},
+    op="conv", tma_boxes=_conv_tma_boxes,
     sass_required=((r"\bUTMALDG\.4D\.IM2COL\b", "UTMALDG.4D.IM2COL (TMA im2col loads)"),) + SM90_GEMM.sass_required,
     description="conv2d as implicit GEMM: TMA im2col loads of the NHWC input, the sm_90a wgmma pipeline",
 )
