@@ -57,7 +57,7 @@ def cmd_list(args) -> int:
         pairs = ", ".join(f"{i}->{o}" for i, o in k.entry) + (" (TF32, where allowed)" if k.tf32 else "")
         table.add_row(k.name, k.eligible_ccs(), ", ".join(k.offline_archs), pairs, ", ".join(k.layouts),
                       names, k.description)
-        rows.append({"kernel": k.name, "eligible_cc": k.eligible_ccs(), "offline_archs": k.offline_archs,
+        rows.append({"kernel": k.name, "op": k.op, "eligible_cc": k.eligible_ccs(), "offline_archs": k.offline_archs,
                      "dtypes": [list(pair) for pair in k.entry], "tf32": k.tf32, "layouts": k.layouts,
                      "configs": [asdict(c) for c in k.configs]})
     if args.json != "-":
@@ -168,6 +168,13 @@ def cmd_build(args) -> int:
 
 # ----------------------------------------------------------------------------- explain
 
+def _loop_json(mix) -> dict | None:
+    if mix is None:
+        return None
+    from dataclasses import asdict
+    return {**asdict(mix), "total": mix.total, "smem_read_per_mma": mix.smem_read_per_mma}
+
+
 def cmd_explain(args) -> int:
     from .explain import explain
     if args.conv:
@@ -206,13 +213,14 @@ def cmd_explain(args) -> int:
              f"{limits.max_warps_per_sm} warps), {args.m}x{args.n}x{args.k} {in_name} -> {out_name}")
     table = Table(title=title)
     for col in ("config", "threads", "regs/thread", "smem/block", "blocks/SM", "warps/SM", "limited by",
-                "tiles", "waves", "tile FLOP/B", "stages"):
-        table.add_column(col, justify="left" if col in ("config", "limited by") else "right")
+                "tiles", "waves", "tile FLOP/B", "stages", "K-tile loop (SASS, per warp)", "smem B/MMA"):
+        table.add_column(col, justify="left" if col in ("config", "limited by", "K-tile loop (SASS, per warp)") else "right")
     for e in found:
         mark = " (chosen)" if e.config == chosen.name else ""
         table.add_row(e.config + mark, str(e.threads), str(e.registers), f"{e.smem_bytes / 1024:.1f} KiB",
                       str(e.occupancy.blocks_per_sm), str(e.occupancy.warps_per_sm), e.occupancy.limiter,
-                      str(e.tiles), f"{e.waves:.1f}", f"{e.tile_flop_per_byte:.0f}", str(spec.config(e.config).stages))
+                      str(e.tiles), f"{e.waves:.1f}", f"{e.tile_flop_per_byte:.0f}", str(spec.config(e.config).stages),
+                      e.loop.describe() if e.loop else "-", f"{e.loop.smem_read_per_mma:.0f}" if e.loop else "-")
     if args.json != "-":
         console.print(table)
         if found:
@@ -230,6 +238,33 @@ def cmd_explain(args) -> int:
                 " grouped block order), not DRAM.")
             console.print("blocks/SM is the least of the limits by threads, blocks, registers and shared memory "
                           "(CUDA occupancy rules); waves = tiles / (SMs x blocks per SM).")
+            if any(x.loop for x in found):
+                console.print("K-tile loop: one pass of the main loop's interior path in the SASS, per warp "
+                              "(static counts); smem B/MMA: bytes read from shared memory per m16n8k8 MMA "
+                              "(2048 FLOP).")
+    compared = []
+    if args.compare:
+        other = registry.kernel(args.compare)
+        if target not in other.offline_archs or not other.supports(problem):
+            err_console.print(f"zoo explain: {other.name} does not build for {target} or compute this problem")
+            return EXIT_FAIL
+        with err_console.status(f"compiling {other.name} for {target} (NVRTC, cached)"):
+            compared = [explain(s, registry.pick_config(s, limits, problem), limits, problem) for s in (spec, other)]
+        side = Table(title=f"side by side on {target} ({limits.part}), {args.m}x{args.n}x{args.k} {in_name} -> "
+                           f"{out_name}: each kernel's chosen config")
+        for col in ("kernel", "config", "regs/thread", "smem/block", "blocks/SM", "warps/SM", "HMMA", "LDSM",
+                    "LDG", "STS", "BAR", "other", "smem B/MMA"):
+            side.add_column(col, justify="left" if col in ("kernel", "config") else "right")
+        for e in compared:
+            mix = e.loop
+            side.add_row(e.kernel, e.config, str(e.registers), f"{e.smem_bytes / 1024:.1f} KiB",
+                         str(e.occupancy.blocks_per_sm), str(e.occupancy.warps_per_sm),
+                         *([str(mix.hmma), str(mix.ldsm), str(mix.ldg), str(mix.sts), str(mix.bar), str(mix.other),
+                            f"{mix.smem_read_per_mma:.0f}"] if mix else ["-"] * 7))
+        if args.json != "-":
+            console.print(side)
+            console.print("Per warp, one pass of each main loop's interior path (static SASS counts; a thread of "
+                          "a 3-stage WMMA config loads and stores every other K-tile, so halve its LDG and STS).")
     _write_json(args.json, {"kernel": spec.name, "arch": target, "part": limits.part, "m": args.m, "n": args.n,
                             "k": args.k, "out_dtype": out_name, "chosen": chosen.name,
                             "ridge_flop_per_byte": found[0].ridge_flop_per_byte if found else None,
@@ -240,7 +275,12 @@ def cmd_explain(args) -> int:
                                          "by_resource": e.occupancy.by_resource, "tiles": e.tiles, "waves": e.waves,
                                          "tile_flop_per_byte": e.tile_flop_per_byte,
                                          "problem_flop_per_byte": e.problem_flop_per_byte,
-                                         "pipeline": e.pipeline} for e in found]})
+                                         "pipeline": e.pipeline,
+                                         "loop": _loop_json(e.loop)} for e in found],
+                            **({"compare": [{"kernel": e.kernel, "config": e.config, "registers": e.registers,
+                                             "smem_bytes": e.smem_bytes, "blocks_per_sm": e.occupancy.blocks_per_sm,
+                                             "warps_per_sm": e.occupancy.warps_per_sm, "loop": _loop_json(e.loop)}
+                                            for e in compared]} if compared else {})})
     return EXIT_OK
 
 
@@ -884,6 +924,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("-n", type=int, default=4096)
     s.add_argument("-k", type=int, default=4096)
     s.add_argument("--out-dtype", choices=("fp16", "fp32"), help="output dtype (fp16)")
+    s.add_argument("--compare", metavar="KERNEL",
+                   help="also: this kernel and KERNEL side by side (chosen configs, SASS loop mix)")
     s.add_argument("--json", metavar="PATH")
     s.set_defaults(fn=cmd_explain)
 

@@ -125,6 +125,8 @@ def check_conv(x, w, bias, stride, padding, dilation, groups, out_dtype) -> tupl
                  _pair("stride", stride, 1), _pair("padding", padding, 0), _pair("dilation", dilation, 1))
     if shape.p <= 0 or shape.q <= 0:
         raise ZooError(f"the output would be {shape.p} x {shape.q}: {shape.describe()}")
+    if shape.height * shape.width > gemm.INT32_MAX:  # the kernels index an image's pixels in int32
+        raise ZooError(f"images of {shape.height} x {shape.width} pixels exceed {gemm.INT32_MAX} per image")
     if max(shape.gemm_m, shape.r * shape.s * shape.c_pad(64), shape.out_channels) > gemm.MAX_DIM:
         raise ZooError(f"the GEMM of {shape.describe()} exceeds {gemm.MAX_DIM} in a dimension")
     out_dtype = x.dtype if out_dtype is None else out_dtype

@@ -1,16 +1,97 @@
 """`zoo explain`: why a kernel's configs run the way they do on an arch, from the compiled
 cubin (registers, shared memory) and the arch table (limits, datasheet rates), not from
 hand-typed numbers: occupancy and its limiter, waves for a problem, the block tile's
-arithmetic intensity against the arch's ridge point, and the pipeline depth."""
+arithmetic intensity against the arch's ridge point, the pipeline depth, and the main loop's
+instruction mix read from the SASS (what one K-tile costs a warp in issue slots and
+shared-memory traffic)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from . import configs as cfgs
 from . import cuda, sass
 from .arch import ArchLimits
 from .registry import ELEMENT_BYTES, KernelSpec, Problem
+
+
+@dataclass(frozen=True)
+class LoopMix:
+    """One K-tile of a kernel's main loop in SASS, per warp: the first loop with HMMAs, walked
+    from its head to its back branch taking the fall-through of every conditional branch (the
+    interior tiles' path: the edge tiles' checked loads and skipped copies are branched to).
+    A thread of the 3-stage WMMA kernel loads and stores every other K-tile; the walk counts
+    both, so its LDG and STS are twice their per-K-tile average."""
+    hmma: int            # HMMA instructions
+    mma: int             # in m16n8k8 units (2048 FLOP): HMMA.1688 = 1, HMMA.16816 = 2
+    ldsm: int
+    ldg: int
+    sts: int
+    bar: int
+    other: int           # integer, move, branch, predicate ... instructions
+    smem_read: int       # bytes a warp reads from shared memory (LDSM, LDS)
+    smem_written: int    # bytes a warp writes (STS)
+
+    @property
+    def total(self) -> int:
+        return self.hmma + self.ldsm + self.ldg + self.sts + self.bar + self.other
+
+    @property
+    def smem_read_per_mma(self) -> float:
+        """Shared-memory bytes read per m16n8k8 MMA (2048 FLOP)."""
+        return self.smem_read / self.mma if self.mma else 0.0
+
+    def describe(self) -> str:
+        return (f"{self.hmma} HMMA, {self.ldsm} LDSM, {self.ldg} LDG, {self.sts} STS, {self.bar} BAR, "
+                f"{self.other} other")
+
+
+_WARP_BYTES = {"128": 512, "64": 256, "32": 128}  # per warp, by access width in bits
+_BRANCH = re.compile(r"\bBRA\s+(?:\S+,\s*)?0x([0-9a-f]+)")
+
+
+def loop_mix(sass_text: str) -> LoopMix | None:
+    """The instruction mix of one pass of the first loop of `sass_text` that issues HMMAs."""
+    ins = [(int(a, 16), body.strip()) for a, body in re.findall(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);", sass_text)]
+    index = {a: i for i, (a, _) in enumerate(ins)}
+    head = None
+    for i, (addr, body) in enumerate(ins):
+        m = _BRANCH.search(body)
+        if m and int(m.group(1), 16) < addr and any("HMMA" in b for _, b in ins[index[int(m.group(1), 16)]:i]):
+            head, tail = index[int(m.group(1), 16)], i
+            break
+    if head is None:
+        return None
+    ops, i = [], head
+    while head <= i < tail and len(ops) < len(ins):
+        body = ins[i][1]
+        ops.append(re.sub(r"^@!?U?P\w+\s+", "", body).split()[0])
+        m = _BRANCH.search(body)
+        i = index[int(m.group(1), 16)] if m and not body.startswith("@") else i + 1
+    counts = dict(hmma=0, mma=0, ldsm=0, ldg=0, sts=0, bar=0, other=1,  # other: the back branch
+                  smem_read=0, smem_written=0)
+    for op in ops:
+        width = op.rsplit(".", 1)[-1]
+        if op.startswith("HMMA"):
+            counts["mma"] += 2 if ".16816" in op else 1
+            counts["hmma"] += 1
+        elif op.startswith("LDSM"):  # .M88.4 / .2 / (x1): 4, 2, 1 8x8 matrices of 128 bytes
+            counts["ldsm"] += 1
+            counts["smem_read"] += 128 * (int(width) if width in ("2", "4") else 1)
+        elif op.startswith("LDS"):
+            counts["other"] += 1
+            counts["smem_read"] += _WARP_BYTES.get(width, 128)
+        elif op.startswith("LDG"):
+            counts["ldg"] += 1
+        elif op.startswith("STS"):
+            counts["sts"] += 1
+            counts["smem_written"] += _WARP_BYTES.get(width, 128)
+        elif op.startswith("BAR"):
+            counts["bar"] += 1
+        else:
+            counts["other"] += 1
+    return LoopMix(**counts)
 
 
 @dataclass(frozen=True)
@@ -30,6 +111,7 @@ class Explanation:
     ridge_flop_per_byte: float
     math: str                      # the units the roofline is drawn for: fp16, tf32 or fp32
     pipeline: str
+    loop: LoopMix | None = None    # the main loop's SASS instruction mix (None: no HMMA loop)
 
 
 def pipeline_depth(spec: KernelSpec, cfg: cfgs.TileConfig) -> str:
@@ -61,4 +143,4 @@ def explain(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits, problem:
         / ((cfg.block_m + cfg.block_n) * cfg.block_k * in_bytes),
         problem_flop_per_byte=2 * m * n * k / ((m * k + k * n) * in_bytes + m * n * out_bytes),
         ridge_flop_per_byte=limits.ridge(math_of(spec, problem)), math=math_of(spec, problem),
-        pipeline=pipeline_depth(spec, cfg))
+        pipeline=pipeline_depth(spec, cfg), loop=loop_mix(sass.function_sass(cubin.image, function)))

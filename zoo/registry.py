@@ -13,7 +13,8 @@ from .arch import ArchLimits
 from .cuda import ZooError
 from .sass import occupancy
 from .specs import KERNELS, ELEMENT_BYTES, KernelSpec, stacks  # noqa: F401 - re-exported
-from .specs import SM75_HGEMM, SM75_SGEMM, SM80_GEMM, SM90_CONV, SM90_GEMM, SM90_TF32  # noqa: F401
+from .specs import (SM75_CONV, SM75_HGEMM, SM75_HMMA, SM75_SGEMM, SM80_CONV, SM80_GEMM,  # noqa: F401
+                    SM90_CONV, SM90_GEMM, SM90_TF32)
 
 MIN_CC = (7, 5)  # the oldest kernel of the zoo needs Turing tensor cores
 

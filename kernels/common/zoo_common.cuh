@@ -177,4 +177,53 @@ struct ConvGeometry {
   int H, W, C, P, Q, S, c_pad, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
 };
 
+// ---- The pointer kernels' implicit-GEMM A loads (sm75, sm80 ZOO_CONV builds). A thread's A
+// rows stay the same for the whole K loop, so what depends on the row alone is worked out
+// once per block (ConvRow), what depends on the K-tile alone once per K-tile (ConvTap), and a
+// 16-byte chunk costs a bounds test and an address add. tests/test_conv_kernels.py replays
+// this arithmetic in Python against an im2col.
+
+// One A row of a thread: output pixel m.
+template <typename T>
+struct ConvRow {
+  const T* x;  // x at input pixel (n, h0, w0), channel `col`: read only where the tap is inside
+  int h0, w0;  // the input pixel filter tap (0, 0) sees; h0 = -2^30 for rows past M, so that
+               // h0 + r*dil_h is outside the image for every tap
+};
+
+template <typename T>
+__device__ __forceinline__ ConvRow<T> conv_row(const T* x, const ConvGeometry& g, int m, int M, int col) {
+  const int pq = g.P * g.Q, n = m / pq, pix = m - n * pq, p = pix / g.Q, q = pix - p * g.Q;
+  const int h0 = p * g.stride_h - g.pad_h, w0 = q * g.stride_w - g.pad_w;
+  // 64-bit: images * H * W * C may pass 2^31 (one image's pixels, H * W, may not). NOTE: this
+  // order also keeps ptxas from holding w0 sign-extended to 64 bits (an 8-byte spill in the sm75
+  // kernel's 128x128 build for sm_80).
+  const long long at = (static_cast<long long>(n) * g.H * g.W + (h0 * g.W + w0)) * g.C + col;
+  return {x + at, m < M ? h0 : -(1 << 30), w0};
+}
+
+// The filter tap and channel block of a thread's next K-tile, stepped one K-tile at a time
+// (no divisions in the K loop). K-tile kt is tap r*S + s = kt / (c_pad / BK), channels
+// c0 = kt % (c_pad / BK) * BK..; c_pad is a multiple of BK, so a K-tile never straddles taps.
+struct ConvTap {
+  int c0, s, dh, dw;  // dh = r * dil_h, dw = s * dil_w
+  long long off;      // (dh * W + dw) * C + c0: the tap's element offset from a row's tap (0, 0)
+
+  __device__ __forceinline__ void next(const ConvGeometry& g, int bk) {
+    c0 += bk;
+    const bool tap_end = c0 >= g.c_pad, row_end = tap_end && s + 1 == g.S;
+    c0 = tap_end ? 0 : c0;
+    s = row_end ? 0 : s + tap_end;
+    dw = row_end ? 0 : dw + (tap_end ? g.dil_w : 0);
+    dh += row_end ? g.dil_h : 0;
+    off = (static_cast<long long>(dh) * g.W + dw) * g.C + c0;
+  }
+  // Whether this tap of `row` reads a pixel inside the image (not padding, not past M).
+  template <typename T>
+  __device__ __forceinline__ bool inside(const ConvRow<T>& row, const ConvGeometry& g) const {
+    return static_cast<unsigned>(row.h0 + dh) < static_cast<unsigned>(g.H) &&
+           static_cast<unsigned>(row.w0 + dw) < static_cast<unsigned>(g.W);
+  }
+};
+
 }  // namespace zoo

@@ -3,6 +3,12 @@
 //   C[M,N] = A[M,K] @ B[K,N]; A and B fp16 row-major (row strides lda, ldb, in elements),
 //   C row-major with row stride ldc, fp16 (zoo_hgemm_sm75_f16out) or fp32
 //   (zoo_hgemm_sm75_f32out). FP32 accumulation in both. Any M, N, K >= 1.
+//   Built with -DZOO_CONV: conv2d as implicit GEMM (zoo.conv2d), entries
+//   zoo_conv_sm75_{f16,f32}out(X, B, C, M, N, K, ldb, ldc, zoo::ConvGeometry). A is then the
+//   NHWC input X, C % 8 == 0, 16-byte aligned: each thread's A rows get their output pixel
+//   once, each K-tile its filter tap once (c_pad % BK == 0: one tap per K-tile), and a chunk
+//   outside the image, past C or past M is a zero register. B (weights, (R*S*c_pad) x N),
+//   WMMA, pipeline and epilogue unchanged.
 //   Runs on CC >= 7.5 (WMMA m16n16k16 -> HMMA); compiled per config by NVRTC (zoo/cuda.py)
 //   with the tile shape as -D defines, or by nvcc with the defaults below.
 //
@@ -112,7 +118,8 @@ __device__ __forceinline__ int4 load_chunk(const half* __restrict__ base, long l
 template <typename OutT>
 __device__ __forceinline__ void hgemm(const half* __restrict__ A, const half* __restrict__ B,
                                       OutT* __restrict__ C, int M, int N, int K, int lda,
-                                      int ldb, int ldc, int pid) {
+                                      int ldb, int ldc, int pid,
+                                      const zoo::ConvGeometry* conv = nullptr) {
   extern __shared__ __align__(128) unsigned char smem[];
   half* const As = reinterpret_cast<half*>(smem);
   half* const Bs = As + 2 * A_STAGE;
@@ -125,15 +132,24 @@ __device__ __forceinline__ void hgemm(const half* __restrict__ A, const half* __
   const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
 
   // Block-relative views: rows/cols left in this block's tile, pointers at its corner.
+#ifdef ZOO_CONV
+  const half* const B_blk = B + n0;
+  const int cols_b = N - n0;
+#else
   const half* const A_blk = A + static_cast<long long>(m0) * lda;
   const half* const B_blk = B + n0;
   const int rows_a = M - m0, cols_b = N - n0;
   const bool a_vec = (reinterpret_cast<uintptr_t>(A) % 16 == 0) && (lda % VEC == 0);
+#endif
   const bool b_vec = (reinterpret_cast<uintptr_t>(B) % 16 == 0) && (ldb % VEC == 0);
 
   // Interior blocks (the common case) take unpredicated 128-bit loads; edge blocks and
   // misaligned inputs take the checked path. Both branches are uniform across the block.
+#ifdef ZOO_CONV
+  const bool interior = b_vec && cols_b >= BN;  // B's; every A chunk is tested (load_conv_a)
+#else
   const bool interior = a_vec && b_vec && rows_a >= BM && cols_b >= BN;
+#endif
 
   // Per-thread addressing, computed once: chunk i of a thread lies a fixed number of rows
   // below chunk 0 (A: LOAD_THREADS/4 rows, B: LOAD_THREADS/(BN/8) rows), so every address in
@@ -148,32 +164,88 @@ __device__ __forceinline__ void hgemm(const half* __restrict__ A, const half* __
   int a_row0, a_col0;
   a_chunk_coords(lt, a_row0, a_col0);
   const int b_row0 = lt / (BN / VEC), b_col0 = (lt % (BN / VEC)) * VEC;
+#ifndef ZOO_CONV
   const half* const a_g = A_blk + static_cast<long long>(a_row0) * lda + a_col0;
+#endif
   const half* const b_g = B_blk + static_cast<long long>(b_row0) * ldb + b_col0;
+#ifndef ZOO_CONV
   const long long a_pass = static_cast<long long>(A_ROWS_PER_PASS) * lda;
+#endif
   const long long b_pass = static_cast<long long>(B_ROWS_PER_PASS) * ldb;
+#ifndef ZOO_CONV
   half* const a_s = As + a_row0 * A_LD + a_col0;
+#endif
   half* const b_s = Bs + b_row0 * B_LD + b_col0;
 
   int4 a_reg[A_PER_THREAD], b_reg[B_PER_THREAD];
+
+#ifdef ZOO_CONV
+  // Implicit-GEMM A (A is x, NHWC; see the header). Where a thread loads a whole row's
+  // chunks or more, it takes whole rows (lt, lt + LOAD_THREADS, ..), else the GEMM's chunks;
+  // either way a quarter-warp's stores still cover 32 banks (rows 80 or 144 bytes apart), and
+  // a thread holds CONV_ROWS rows (NOTE: the GEMM's chunks would be 8 rows per thread at
+  // 128x128, 32 registers of pixels beside 252 of GEMM state; even 2 rows spilled until `tap`
+  // became block-uniform). A row's pixel is worked out once; `tap` is the filter tap of the
+  // K-tile loaded next, stepped once per K-step (block-uniform, so it lives in uniform
+  // registers; only the prologue's differs per loader group).
+  constexpr int PER_ROW = BK / VEC;
+  constexpr int CONV_J = A_PER_THREAD >= PER_ROW ? PER_ROW : 1;  // chunks per thread per row
+  constexpr int CONV_ROWS = A_PER_THREAD / CONV_J;
+  constexpr int CONV_STEP = CONV_J > 1 ? LOAD_THREADS : A_ROWS_PER_PASS;  // rows apart
+  static_assert(CONV_ROWS * CONV_J == A_PER_THREAD, "ZOO_CONV: every thread loads whole rows or single chunks");
+  const zoo::ConvGeometry& geo = *conv;
+  const int c_row0 = CONV_J > 1 ? lt : a_row0, c_col0 = CONV_J > 1 ? 0 : a_col0;
+  half* const a_s = As + c_row0 * A_LD + c_col0;
+  zoo::ConvRow<half> a_rows[CONV_ROWS];
+#pragma unroll
+  for (int i = 0; i < CONV_ROWS; ++i)
+    a_rows[i] = zoo::conv_row(A, geo, m0 + c_row0 + i * CONV_STEP, M, c_col0);
+  zoo::ConvTap tap{0, 0, 0, 0, 0};
+  // Register a_reg[i * CONV_J + j]: row i, chunk j; zero outside the image, past C or past M.
+  auto load_conv_a = [&]() {
+#pragma unroll
+    for (int i = 0; i < CONV_ROWS; ++i) {
+      const bool inside = tap.inside(a_rows[i], geo);
+      const half* const src = a_rows[i].x + tap.off;
+#pragma unroll
+      for (int j = 0; j < CONV_J; ++j) {
+        int4 v = make_int4(0, 0, 0, 0);
+        if (inside && tap.c0 + c_col0 + j * VEC < geo.C) v = __ldg(reinterpret_cast<const int4*>(src + j * VEC));
+        a_reg[i * CONV_J + j] = v;
+      }
+    }
+  };
+#endif
+
   auto load_tile = [&](int k0) {
+#ifdef ZOO_CONV
+    load_conv_a();
+#endif
     if (interior && k0 + BK <= K) {
+#ifndef ZOO_CONV
       const half* const a_k = a_g + k0;
+#endif
       const half* const b_k = b_g + static_cast<long long>(k0) * ldb;
+#ifndef ZOO_CONV
 #pragma unroll
       for (int i = 0; i < A_PER_THREAD; ++i) a_reg[i] = __ldg(reinterpret_cast<const int4*>(a_k + i * a_pass));
+#endif
 #pragma unroll
       for (int i = 0; i < B_PER_THREAD; ++i) b_reg[i] = __ldg(reinterpret_cast<const int4*>(b_k + i * b_pass));
       return;
     }
+#ifndef ZOO_CONV
     const half* const a_src = A_blk + k0;
+#endif
     const half* const b_src = B_blk + static_cast<long long>(k0) * ldb;
+#ifndef ZOO_CONV
 #pragma unroll
     for (int i = 0; i < A_PER_THREAD; ++i) {
       int row, col;
       a_chunk_coords(lt + i * LOAD_THREADS, row, col);
       a_reg[i] = load_chunk(a_src, lda, row, rows_a, col, K - k0, a_vec);
     }
+#endif
 #pragma unroll
     for (int i = 0; i < B_PER_THREAD; ++i) {
       const int c = lt + i * LOAD_THREADS;
@@ -184,7 +256,11 @@ __device__ __forceinline__ void hgemm(const half* __restrict__ A, const half* __
   auto store_tile = [&](int buf) {
 #pragma unroll
     for (int i = 0; i < A_PER_THREAD; ++i)
+#ifdef ZOO_CONV  // row i / CONV_J, chunk i % CONV_J
+      *reinterpret_cast<int4*>(a_s + buf * A_STAGE + (i / CONV_J) * CONV_STEP * A_LD + (i % CONV_J) * VEC) = a_reg[i];
+#else
       *reinterpret_cast<int4*>(a_s + buf * A_STAGE + i * A_ROWS_PER_PASS * A_LD) = a_reg[i];
+#endif
 #pragma unroll
     for (int i = 0; i < B_PER_THREAD; ++i)
       *reinterpret_cast<int4*>(b_s + buf * B_STAGE + i * B_ROWS_PER_PASS * B_LD) = b_reg[i];
@@ -203,7 +279,15 @@ __device__ __forceinline__ void hgemm(const half* __restrict__ A, const half* __
   // buffers per thread gained nothing: ptxas gives every global load one scoreboard, so the
   // stores of K-tile t+1 also waited for the loads of t+2 issued just before.)
   const int k_tiles = zoo::ceil_div(K, BK);
+#ifdef ZOO_CONV
+  if (group) tap.next(geo, BK);  // K-tile 1 (LOADERS == 2)
+#endif
   if (group < k_tiles) load_tile(group * BK);
+#ifdef ZOO_CONV
+  tap = zoo::ConvTap{0, 0, 0, 0, 0};
+#pragma unroll
+  for (int t = 0; t < LOADERS; ++t) tap.next(geo, BK);  // K-tile LOADERS, the loop's first
+#endif
   if (group == 0) store_tile(0);
   __syncthreads();
 
@@ -212,6 +296,9 @@ __device__ __forceinline__ void hgemm(const half* __restrict__ A, const half* __
     // This group stored its K-tile at the end of the last step: its registers are free.
     if ((LOADERS == 1 || group == kt % LOADERS) && kt + LOADERS < k_tiles)
       load_tile((kt + LOADERS) * BK);  // in flight during the math below
+#ifdef ZOO_CONV
+    tap.next(geo, BK);  // K-tile kt + 1 + LOADERS
+#endif
 
     const half* const a_warp = As + buf * A_STAGE + warp_m * WARP_M * A_LD;
     const half* const b_warp = Bs + buf * B_STAGE + warp_n * WARP_N;
@@ -254,6 +341,20 @@ __device__ __forceinline__ void hgemm(const half* __restrict__ A, const half* __
 
 }  // namespace zoo_sm75
 
+#ifdef ZOO_CONV
+// A convolution (ZOO_CONV): one implicit GEMM whose A is the NHWC input X (see the header).
+extern "C" __global__ void __launch_bounds__(zoo_sm75::THREADS)
+    zoo_conv_sm75_f16out(const half* __restrict__ X, const half* __restrict__ B, half* __restrict__ C,
+                         int M, int N, int K, int ldb, int ldc, const __grid_constant__ zoo::ConvGeometry g) {
+  zoo_sm75::hgemm<half>(X, B, C, M, N, K, 0, ldb, ldc, blockIdx.x, &g);
+}
+
+extern "C" __global__ void __launch_bounds__(zoo_sm75::THREADS)
+    zoo_conv_sm75_f32out(const half* __restrict__ X, const half* __restrict__ B, float* __restrict__ C,
+                         int M, int N, int K, int ldb, int ldc, const __grid_constant__ zoo::ConvGeometry g) {
+  zoo_sm75::hgemm<float>(X, B, C, M, N, K, 0, ldb, ldc, blockIdx.x, &g);
+}
+#else
 extern "C" __global__ void __launch_bounds__(zoo_sm75::THREADS)
     zoo_hgemm_sm75_f16out(const half* __restrict__ A, const half* __restrict__ B,
                           half* __restrict__ C, int M, int N, int K, int lda, int ldb, int ldc) {
@@ -282,8 +383,9 @@ extern "C" __global__ void __launch_bounds__(zoo_sm75::THREADS)
     zoo_hgemm_sm75_f32out_grouped(const zoo::PointerProblem* __restrict__ table, int count) {
   hgemm_grouped<float>(table, count);
 }
+#endif  // ZOO_CONV
 
-#ifndef __CUDACC_RTC__
+#if !defined(__CUDACC_RTC__) && !defined(ZOO_CONV)
 // Host launchers for nvcc builds (shared library / ctypes); the zoo itself launches the
 // kernels above through the Driver API. Each returns a cudaError_t code, 0 on success.
 template <typename OutT, typename Kernel>

@@ -4,6 +4,12 @@
 //   of 8 elements, 16-byte-aligned bases: the host copies other inputs), C row-major (ldc) in
 //   the input dtype or fp32. FP32 accumulation. Any M, N, K >= 1.
 //   Entry points: zoo_gemm_sm80_{f16,bf16}_{f16,bf16,f32}out (input dtype, output dtype).
+//   Built with -DZOO_CONV: conv2d as implicit GEMM (zoo.conv2d), entries
+//   zoo_conv_sm80_{f16,bf16}_{f16,bf16,f32}out(X, B, C, M, N, K, ldb, ldc, zoo::ConvGeometry).
+//   A is then the NHWC input X, C % 8 == 0, 16-byte aligned: each thread's A rows (two threads
+//   per row) get their output pixel once, each K-tile its filter tap once (c_pad % BK == 0:
+//   one tap per K-tile), and a chunk outside the image, past C or past M is zero-filled by
+//   cp.async (src-size 0). B (weights, (R*S*c_pad) x N), ring, MMAs and epilogue unchanged.
 //   Runs on CC >= 8.0 (cp.async, ldmatrix, mma.sync m16n8k16); compiled per config by NVRTC
 //   (zoo/cuda.py) with the tile shape and STAGES as -D defines.
 //
@@ -116,7 +122,7 @@ __device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&a)[4],
 template <typename T, typename OutT>
 __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restrict__ B,
                                      OutT* __restrict__ C, int M, int N, int K, int lda, int ldb,
-                                     int ldc, int pid) {
+                                     int ldc, int pid, const zoo::ConvGeometry* conv = nullptr) {
   extern __shared__ __align__(128) unsigned char smem[];
   T* const As = reinterpret_cast<T*>(smem);
   T* const Bs = As + STAGES * A_STAGE;
@@ -143,35 +149,95 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
   const unsigned a_base = smem_addr(As), b_base = smem_addr(Bs);
   const unsigned a_st = a_base + 2 * swizzle<A_ROW_CHUNKS>(a_row, a_col);
   const unsigned b_st = b_base + 2 * swizzle<B_ROW_CHUNKS>(b_row, b_col);
+#ifndef ZOO_CONV
   const T* a_src = A + static_cast<long long>(m0 + a_row) * lda + a_col;  // advance BK per tile
-  const T* b_src = B + static_cast<long long>(b_row) * ldb + n0 + b_col;  // advance BK rows
   const long long a_pass = static_cast<long long>(A_ROWS_PER_PASS) * lda;
+#endif
+  const T* b_src = B + static_cast<long long>(b_row) * ldb + n0 + b_col;  // advance BK rows
   const long long b_pass = static_cast<long long>(B_ROWS_PER_PASS) * ldb;
+#ifdef ZOO_CONV
+  const bool interior = n0 + BN <= N;  // B's edges; every A chunk is tested (load_conv_a)
+#else
   const bool interior = m0 + BM <= M && n0 + BN <= N;
+#endif
+
+#ifdef ZOO_CONV
+  // Implicit-GEMM A (A is x, NHWC; see the header). Two threads per A row, taking every other
+  // chunk (tp, tp + 2, ..), so one copy instruction still reads whole 32-byte sectors of a
+  // row, while a thread holds CONV_ROWS rows (NOTE: the GEMM's 4 threads per 64-byte row left
+  // 4 rows per thread, whose pixels did not fit beside 250 registers of GEMM state: 255 and a
+  // stack). Rows are permuted within each 8 so that an 8-thread phase of the shared-memory
+  // writes still covers 32 banks: 64-byte rows {0,1,4,5} then {2,3,6,7}, 128-byte rows
+  // {0,2,4,6} then {1,3,5,7}. A row's pixel is worked out once, each K-tile's filter tap once
+  // per K-tile (load_tile copies K-tiles 0, 1, 2, .. in order, so `tap` steps along).
+  constexpr int CONV_J = A_ROW_CHUNKS / 2;                   // chunks per thread per row
+  constexpr int CONV_ROWS = A_CHUNKS / THREADS / CONV_J;     // rows per thread
+  constexpr int CONV_PASS = THREADS / 2;                     // rows apart
+  static_assert(CONV_ROWS >= 1 && CONV_ROWS * CONV_J * THREADS == A_CHUNKS,
+                "ZOO_CONV: every thread copies whole half rows of A");
+  static_assert(CONV_PASS % 8 == 0, "A copy passes keep the swizzle and the row permutation");
+  const zoo::ConvGeometry& geo = *conv;
+  const int c_k = threadIdx.x / 2, c_tp = threadIdx.x % 2;
+  const int c_row = (c_k & ~7) | (A_ROW_CHUNKS == 4 ? (c_k & 1) | (c_k & 2) << 1 | (c_k & 4) >> 1
+                                                    : (c_k & 3) << 1 | (c_k & 4) >> 2);
+  // Chunk tp + 2j of a row is chunk tp XOR 2j (tp < 2), and the swizzle is an XOR of the chunk
+  // index, so chunk j's offset is chunk 0's XOR 32 * j bytes.
+  const unsigned c_st = 2 * swizzle<A_ROW_CHUNKS>(c_row, c_tp * CHUNK);
+  zoo::ConvRow<T> a_rows[CONV_ROWS];
+#pragma unroll
+  for (int i = 0; i < CONV_ROWS; ++i)
+    a_rows[i] = zoo::conv_row(A, geo, m0 + c_row + i * CONV_PASS, M, c_tp * CHUNK);
+  zoo::ConvTap tap{0, 0, 0, 0, 0};
+  // Chunks outside the image, past C or past M are zero-filled (src-size 0, from x itself).
+  auto load_conv_a = [&](int stage) {
+    const unsigned a_dst = a_base + stage * A_STAGE_BYTES;
+#pragma unroll
+    for (int i = 0; i < CONV_ROWS; ++i) {
+      const bool inside = tap.inside(a_rows[i], geo);
+      const T* const src = a_rows[i].x + tap.off;
+#pragma unroll
+      for (int j = 0; j < CONV_J; ++j) {
+        const bool in = inside && tap.c0 + (c_tp + 2 * j) * CHUNK < geo.C;
+        cp_async_16(a_dst + (c_st ^ (32 * j)) + i * CONV_PASS * BK * 2, in ? src + 2 * j * CHUNK : A,
+                    in ? 16 : 0);
+      }
+    }
+    tap.next(geo, BK);
+  };
+#endif
 
   // Copies of K-tile `kt` into ring slot `stage`. Whole tiles inside the matrix copy 16 bytes
   // per chunk (`fast` says so at compile time, else it is checked); edge tiles copy what lies
   // inside the matrix and zero-fill the rest.
   auto load_tile = [&](int kt, int stage, auto fast) {
     const int k0 = kt * BK;
+#ifndef ZOO_CONV
     const T* const a_k = a_src + k0;
+#endif
     const T* const b_k = b_src + static_cast<long long>(k0) * ldb;
     const unsigned a_dst = a_st + stage * A_STAGE_BYTES, b_dst = b_st + stage * B_STAGE_BYTES;
+#ifdef ZOO_CONV
+    load_conv_a(stage);
+#endif
     if (decltype(fast)::value || (interior && k0 + BK <= K)) {
+#ifndef ZOO_CONV
 #pragma unroll
       for (int i = 0; i < A_CHUNKS / THREADS; ++i)
         cp_async_16(a_dst + i * A_ROWS_PER_PASS * BK * 2, a_k + i * a_pass, 16);
+#endif
 #pragma unroll
       for (int i = 0; i < B_CHUNKS / THREADS; ++i)
         cp_async_16(b_dst + i * B_ROWS_PER_PASS * BN * 2, b_k + i * b_pass, 16);
       return;
     }
+#ifndef ZOO_CONV
 #pragma unroll
     for (int i = 0; i < A_CHUNKS / THREADS; ++i) {
       const int gm = m0 + a_row + i * A_ROWS_PER_PASS, gk = k0 + a_col;
       const int bytes = gm < M ? 2 * max(0, min(CHUNK, K - gk)) : 0;
       cp_async_16(a_dst + i * A_ROWS_PER_PASS * BK * 2, bytes ? a_k + i * a_pass : A, bytes);
     }
+#endif
 #pragma unroll
     for (int i = 0; i < B_CHUNKS / THREADS; ++i) {
       const int gk = k0 + b_row + i * B_ROWS_PER_PASS, gn = n0 + b_col;
@@ -306,12 +372,27 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
                             blockIdx.x - p.tile_begin);                                      \
   }
 
+// A convolution (ZOO_CONV): one implicit GEMM whose A is the NHWC input X (see the header).
+#define ZOO_SM80_CONV_ENTRY(NAME, T, OutT)                                                   \
+  extern "C" __global__ void __launch_bounds__(zoo_sm80::THREADS)                            \
+      NAME(const T* __restrict__ X, const T* __restrict__ B, OutT* __restrict__ C, int M,    \
+           int N, int K, int ldb, int ldc, const __grid_constant__ zoo::ConvGeometry g) {    \
+    zoo_sm80::gemm<T, OutT>(X, B, C, M, N, K, 0, ldb, ldc, blockIdx.x, &g);                 \
+  }
+
+#ifdef ZOO_CONV
+ZOO_SM80_CONV_ENTRY(zoo_conv_sm80_f16_f16out, half, half)
+ZOO_SM80_CONV_ENTRY(zoo_conv_sm80_f16_f32out, half, float)
+ZOO_SM80_CONV_ENTRY(zoo_conv_sm80_bf16_bf16out, __nv_bfloat16, __nv_bfloat16)
+ZOO_SM80_CONV_ENTRY(zoo_conv_sm80_bf16_f32out, __nv_bfloat16, float)
+#else
 ZOO_SM80_ENTRY(zoo_gemm_sm80_f16_f16out, half, half)
 ZOO_SM80_ENTRY(zoo_gemm_sm80_f16_f32out, half, float)
 ZOO_SM80_ENTRY(zoo_gemm_sm80_bf16_bf16out, __nv_bfloat16, __nv_bfloat16)
 ZOO_SM80_ENTRY(zoo_gemm_sm80_bf16_f32out, __nv_bfloat16, float)
+#endif
 
-#ifndef __CUDACC_RTC__
+#if !defined(__CUDACC_RTC__) && !defined(ZOO_CONV)
 // Host launchers for nvcc builds (zoo export: a shared library for ctypes); the zoo itself
 // launches the kernels above through the Driver API. Each returns a cudaError_t code, 0 on
 // success. A, B, C are row-major and packed (lda = K, ldb = N, ldc = N); cp.async copies 16

@@ -4,12 +4,19 @@ here, listed in KERNELS."""
 
 from .base import ELEMENT_BYTES, KernelSpec, stacks
 from .simt import SM75_SGEMM
-from .sm75_wmma import SM75_HGEMM
-from .sm80_mma import SM80_GEMM
+from .sm75_mma import SM75_HMMA
+from .sm75_wmma import SM75_CONV, SM75_HGEMM
+from .sm80_mma import SM80_CONV, SM80_GEMM
 from .sm90_wgmma import SM90_CONV, SM90_GEMM, SM90_TF32
 
-# Newest arch first within a CC is decided by registry.eligible; this order is the listing's.
-KERNELS: tuple[KernelSpec, ...] = (SM75_HGEMM, SM80_GEMM, SM90_GEMM, SM75_SGEMM, SM90_TF32, SM90_CONV)
+# registry.eligible puts the newest arch first; among kernels of one arch (same min CC) it keeps
+# this order, which is the automatic choice's order: on a CC 7.5 GPU (T4) the first fp16 kernel
+# here is the one `--auto-arch` runs unless `zoo tune` measured another for the shape. Both sm_75
+# fp16 kernels are listed by measurement: hgemm_wmma first until hgemm_mma is measured faster
+# (docs/turing.md; scripts/turing_mma.sh), then swap SM75_HGEMM and SM75_HMMA here.
+KERNELS: tuple[KernelSpec, ...] = (SM75_HGEMM, SM75_HMMA, SM80_GEMM, SM90_GEMM, SM75_SGEMM, SM90_TF32,
+                                   SM90_CONV, SM80_CONV, SM75_CONV)
 
 __all__ = ["ELEMENT_BYTES", "KERNELS", "KernelSpec", "stacks",
-           "SM75_HGEMM", "SM75_SGEMM", "SM80_GEMM", "SM90_CONV", "SM90_GEMM", "SM90_TF32"]
+           "SM75_CONV", "SM75_HGEMM", "SM75_HMMA", "SM75_SGEMM", "SM80_CONV", "SM80_GEMM", "SM90_CONV",
+           "SM90_GEMM", "SM90_TF32"]

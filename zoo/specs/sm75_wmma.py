@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .. import configs as cfgs
 from ..cuda import KERNELS_DIR
 from .base import KernelSpec, epilogue_bytes, tile_copy_rules
@@ -37,4 +39,15 @@ SM75_HGEMM = KernelSpec(
              "loaded into registers ahead of it (with 2, by two groups of warps in turn) and "
              "stored to the other buffer, one barrier per K-step",
     exports={("float16", "float32"): "zoo_hgemm_sm75", ("float16", "float16"): "zoo_hgemm_sm75_half"},
+)
+
+# The same source built with ZOO_CONV: conv2d as implicit GEMM, A tiles loaded from the NHWC
+# input by addresses worked out from the geometry (zoo/conv.py; zoo::ConvGeometry).
+SM75_CONV = replace(
+    SM75_HGEMM,
+    name="sm75_conv_wmma",
+    entry={("float16", "float16"): "zoo_conv_sm75_f16out",
+           ("float16", "float32"): "zoo_conv_sm75_f32out"},
+    exports={}, extra_defines={"ZOO_CONV": 1}, op="conv",
+    description="conv2d as implicit GEMM: A chunks loaded from the NHWC input by address, the sm75 WMMA pipeline",
 )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .. import configs as cfgs
 from ..cuda import KERNELS_DIR
 from .base import KernelSpec, epilogue_bytes, tile_copy_rules
@@ -43,4 +45,17 @@ SM80_GEMM = KernelSpec(
     pipeline="{stages}-stage cp.async ring: {ahead} K-tiles in flight while one is computed",
     exports={("float16", "float32"): "zoo_gemm_sm80", ("float16", "float16"): "zoo_gemm_sm80_half",
              ("bfloat16", "float32"): "zoo_gemm_sm80_bf16", ("bfloat16", "bfloat16"): "zoo_gemm_sm80_bf16_bf16"},
+)
+
+# The same source built with ZOO_CONV: conv2d as implicit GEMM, A tiles copied from the NHWC
+# input by addresses worked out from the geometry, zero-filled outside it (zoo/conv.py).
+SM80_CONV = replace(
+    SM80_GEMM,
+    name="sm80_conv_mma",
+    entry={("float16", "float16"): "zoo_conv_sm80_f16_f16out",
+           ("float16", "float32"): "zoo_conv_sm80_f16_f32out",
+           ("bfloat16", "bfloat16"): "zoo_conv_sm80_bf16_bf16out",
+           ("bfloat16", "float32"): "zoo_conv_sm80_bf16_f32out"},
+    exports={}, extra_defines={"ZOO_CONV": 1}, op="conv",
+    description="conv2d as implicit GEMM: cp.async A chunks from the NHWC input by address, the sm80 mma.sync pipeline",
 )

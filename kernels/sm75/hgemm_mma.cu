@@ -1,0 +1,398 @@
+// hgemm_mma.cu: FP16 tensor-core GEMM for Turing (sm_75, Tesla T4) with ldmatrix + mma.sync,
+// the zoo's second Turing kernel beside hgemm_wmma.cu.
+//
+//   C[M,N] = A[M,K] @ B[K,N]; A and B fp16 row-major (row strides lda, ldb, in elements),
+//   C row-major with row stride ldc, fp16 (zoo_hgemm_sm75_mma_f16out) or fp32
+//   (zoo_hgemm_sm75_mma_f32out). FP32 accumulation in both. Any M, N, K >= 1, any strides.
+//   Runs on CC >= 7.5: ldmatrix and mma.sync.aligned.m16n8k8 (HMMA.1688 on sm_75) exist there.
+//   Built for sm_80 and newer, each pair of k8 steps goes to one m16n8k16 (HMMA.16816) instead:
+//   its operands are the two k8 steps' fragments side by side, and those GPUs run one 16816 in
+//   about the time of one 1688 (an H100 ran this kernel at 0.65x the WMMA one with k8 only;
+//   WMMA itself lowers to 16816 there). The sm_75 build, the T4's, issues m16n8k8 only.
+//   Compiled per config by NVRTC (zoo/cuda.py) with the tile shape as -D defines, or by nvcc
+//   with the defaults below.
+//
+// Launch: 1-D grid of ceil(M/BM)*ceil(N/BN) blocks in grouped order, THREADS threads,
+//   ZOO_SMEM_BYTES of dynamic shared memory (the host's formula, checked here by static_assert).
+//
+// Pipeline (no cp.async on Turing: registers stage the next K-tile), per K-tile t:
+//   1. LDG.128 of K-tile t+1 into registers, issued after the first fragment loads of t,
+//   2. BK/8 k-steps of MMAs on t from shared buffer t%2; each k-step's fragments (ldmatrix.x4,
+//      .x4.trans for B) load under the previous k-step's MMAs (two register fragment sets),
+//   3. STS.128 of t+1 into buffer (t+1)%2, one __syncthreads, the first fragments of t+1 load
+//      under the last k-step's MMAs of t.
+// Shared memory: no padding. 16-byte chunks are XOR-swizzled inside each 128-byte line, so the
+//   8-lane phases of the STS.128 and every 8x8 matrix an ldmatrix reads hit 32 distinct banks
+//   (proved in swizzle() below; tests/test_sm75_mma.py replays it in Python).
+// Tails: loads past M/N/K are zero-filled, stores past M/N are skipped; misaligned bases or
+//   strides that are not multiples of 8 take element loads/stores, never a wrong answer.
+//
+// Run it: zoo run --kernel sm75_hgemm_mma   (docs/turing.md compares it with hgemm_wmma.cu)
+
+#include <cuda_fp16.h>
+
+#include "common/zoo_common.cuh"
+
+// Config (set by the host from configs/sm75_hgemm_mma.yaml; defaults = config "128x256").
+#ifndef ZOO_BM
+#define ZOO_BM 128
+#define ZOO_BN 256
+#define ZOO_BK 32
+#define ZOO_WARP_M 64
+#define ZOO_WARP_N 64
+#define ZOO_STAGES 2
+#define ZOO_GROUP_M 8
+#define ZOO_SMEM_BYTES 49152
+#endif
+
+namespace zoo_sm75_mma {
+
+constexpr int BM = ZOO_BM, BN = ZOO_BN, BK = ZOO_BK;
+constexpr int WARP_M = ZOO_WARP_M, WARP_N = ZOO_WARP_N;
+constexpr int WARPS_M = BM / WARP_M, WARPS_N = BN / WARP_N;
+constexpr int THREADS = 32 * WARPS_M * WARPS_N;
+constexpr int MMA_M = 16, MMA_N = 8, MMA_K = 8;                    // m16n8k8: one HMMA.1688
+constexpr int TILES_M = WARP_M / MMA_M, TILES_N = WARP_N / MMA_N;  // mma tiles per warp
+constexpr int KS = BK / MMA_K;                                     // k-steps per K-tile
+
+constexpr int CHUNK = 8;                             // 16-byte chunk = 8 halfs
+constexpr int A_STAGE = BM * BK, B_STAGE = BK * BN;  // halfs per buffer; rows are unpadded
+constexpr int A_STAGE_BYTES = A_STAGE * 2, B_STAGE_BYTES = B_STAGE * 2;
+constexpr int PIPE_BYTES = 2 * (A_STAGE_BYTES + B_STAGE_BYTES);  // two buffers of A and B
+constexpr int EPI_LD = zoo::epi_ld(WARP_N);
+constexpr int EPI_BYTES = (THREADS / 32) * zoo::EPI_ROWS * EPI_LD * 4;
+constexpr int SMEM_BYTES = zoo::cmax(PIPE_BYTES, EPI_BYTES);
+
+constexpr int A_ROW_CHUNKS = BK / CHUNK, B_ROW_CHUNKS = BN / CHUNK;
+constexpr int A_CHUNKS = BM * BK / CHUNK, B_CHUNKS = BK * BN / CHUNK;
+constexpr int A_PER_THREAD = A_CHUNKS / THREADS, B_PER_THREAD = B_CHUNKS / THREADS;
+constexpr int A_ROWS_PER_PASS = THREADS / A_ROW_CHUNKS, B_ROWS_PER_PASS = THREADS / B_ROW_CHUNKS;
+
+static_assert(ZOO_STAGES == 2, "one K-tile in shared memory, the next in registers");
+static_assert(BM % WARP_M == 0 && BN % WARP_N == 0, "block tile must split into warp tiles");
+static_assert(WARP_M % 32 == 0, "one ldmatrix.x4 loads the A fragments of two m16 tiles");
+static_assert(WARP_N % 32 == 0, "one ldmatrix.x4.trans loads the B fragments of four n8 tiles");
+static_assert(BK == 32 || BK == 64, "the swizzle assumes 64- or 128-byte A rows");
+static_assert(BN % 64 == 0, "B rows must be whole 128-byte lines");
+static_assert(KS % 2 == 0, "fragment sets alternate per k-step and must restart at set 0");
+static_assert(A_CHUNKS % THREADS == 0 && B_CHUNKS % THREADS == 0, "every thread copies whole chunks");
+static_assert(THREADS % B_ROW_CHUNKS == 0, "a pass of the B copy covers whole rows");
+static_assert(A_ROWS_PER_PASS % 8 == 0 && B_ROWS_PER_PASS % 8 == 0,
+              "copy passes move by whole swizzle periods (8 rows), i.e. constant offsets");
+static_assert(SMEM_BYTES == ZOO_SMEM_BYTES, "host smem formula (zoo/specs/sm75_mma.py) disagrees with the kernel");
+
+// Element offset of (row, col) in a tile whose rows are ROW_CHUNKS 16-byte chunks wide, the
+// chunk index XOR-swizzled inside each 128-byte line (same function as the sm80 kernel's):
+//   >= 8 chunks per row:  phys = chunk ^ (row % 8)
+//   4 chunks (64-byte rows, two per line): phys = chunk ^ ((row / 2) % 4); row % 2 is the
+//   line half. Bank group (16 bytes = 4 banks) of a chunk: its position in the 128-byte line.
+// Conflict-free, because every access below is a set of 8 chunks (one 8-lane phase) that are
+//   - ldmatrix: 8 consecutive rows R..R+7 (R % 8 == 0) at one logical chunk c: the groups are
+//     (c ^ (r % 8)) for 8 distinct r % 8, or (r % 2) * 4 + (c ^ ((r / 2) % 4)) for the 8
+//     distinct (r % 2, (r / 2) % 4): 8 distinct groups either way;
+//   - the STS.128 of 8 consecutive threads: one row and 8 consecutive chunks 8u..8u+7 (>= 8
+//     chunks per row), or two rows 2u, 2u+1 of 4 chunks each (BK 32): again 8 groups.
+template <int ROW_CHUNKS>
+__host__ __device__ constexpr int swizzle(int row, int col) {
+  return row * ROW_CHUNKS * CHUNK +
+         ((col / CHUNK) ^ (ROW_CHUNKS >= 8 ? row % 8 : (row / 2) % 4)) * CHUNK + col % CHUNK;
+}
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// ldmatrix: lanes 8q..8q+7 give the row addresses of 8x8 matrix q (16 bytes each); register
+// q receives matrix q with lane l holding row l/4, columns 2(l%4) and 2(l%4)+1 (one f16x2).
+// .trans: lane l holds rows 2(l%4) and 2(l%4)+1 of column l/4 instead.
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], unsigned addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
+}
+__device__ __forceinline__ void sts128(unsigned addr, const int4& v) {
+  asm volatile("st.shared.v4.b32 [%0], {%1,%2,%3,%4};\n" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w));
+}
+
+// D = A(16x8, row) * B(8x8, col) + D; g = lane / 4, t = lane % 4 (PTX ISA, mma.m16n8k8 .f16):
+//   a0 = A[g][2t, 2t+1], a1 = A[g+8][2t, 2t+1]; b = B[2t, 2t+1][g];
+//   d0, d1 = D[g][2t, 2t+1], d2, d3 = D[g+8][2t, 2t+1].
+__device__ __forceinline__ void mma_1688(float (&d)[4], unsigned a0, unsigned a1, unsigned b) {
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a0), "r"(a1), "r"(b));
+}
+
+#if __CUDA_ARCH__ >= 800
+// D = A(16x16, row) * B(16x8, col) + D: the A fragments of k8 steps k0 and k0+8 are a0, a1 and
+// a2, a3, their B fragments b0 and b1 (PTX ISA, mma.m16n8k16 .f16), so two k8 steps' operands
+// make one k16 MMA.
+__device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&lo)[2], const unsigned (&hi)[2],
+                                          unsigned b_lo, unsigned b_hi) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(lo[0]), "r"(lo[1]), "r"(hi[0]), "r"(hi[1]), "r"(b_lo), "r"(b_hi));
+}
+#endif
+
+// 8 halfs from row `row` of a row-major matrix, columns col..col+7, zero past `rows`/`cols`.
+__device__ __forceinline__ int4 load_chunk(const half* __restrict__ base, long long ld, int row,
+                                          int rows, int col, int cols, bool vec_ok) {
+  if (row < rows && col + CHUNK <= cols && vec_ok) {
+    return __ldg(reinterpret_cast<const int4*>(base + row * ld + col));
+  }
+  int4 out;
+  half* h = reinterpret_cast<half*>(&out);
+#pragma unroll
+  for (int e = 0; e < CHUNK; ++e) {
+    h[e] = (row < rows && col + e < cols) ? base[row * ld + col + e] : __float2half(0.f);
+  }
+  return out;
+}
+
+template <typename OutT>
+__device__ __forceinline__ void hgemm(const half* __restrict__ A, const half* __restrict__ B,
+                                      OutT* __restrict__ C, int M, int N, int K, int lda,
+                                      int ldb, int ldc, int pid) {
+  extern __shared__ __align__(128) unsigned char smem[];
+
+  int tile_m, tile_n;
+  zoo::grouped_tile(pid, zoo::ceil_div(M, BM), zoo::ceil_div(N, BN), ZOO_GROUP_M, tile_m,
+                    tile_n);
+  const int m0 = tile_m * BM, n0 = tile_n * BN;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
+
+  // Block-relative views: rows/cols left in this block's tile, pointers at its corner.
+  const half* const A_blk = A + static_cast<long long>(m0) * lda;
+  const half* const B_blk = B + n0;
+  const int rows_a = M - m0, cols_b = N - n0;
+  const bool a_vec = (reinterpret_cast<uintptr_t>(A) % 16 == 0) && (lda % CHUNK == 0);
+  const bool b_vec = (reinterpret_cast<uintptr_t>(B) % 16 == 0) && (ldb % CHUNK == 0);
+  // Interior blocks (the common case) take unpredicated 128-bit loads; edge blocks and
+  // misaligned inputs take the checked path. Both are uniform across the block.
+  const bool interior = a_vec && b_vec && rows_a >= BM && cols_b >= BN;
+
+  // Per-thread addressing, computed once; in the main loop every address is a base plus a
+  // constant, an XOR by a constant, or the buffer offset. Copies: thread -> (row, chunk) of
+  // the tile, chunk i of a thread i whole passes (multiples of the swizzle period) below.
+  const int a_row = threadIdx.x / A_ROW_CHUNKS, a_col = (threadIdx.x % A_ROW_CHUNKS) * CHUNK;
+  const int b_row = threadIdx.x / B_ROW_CHUNKS, b_col = (threadIdx.x % B_ROW_CHUNKS) * CHUNK;
+  const half* const a_g = A_blk + static_cast<long long>(a_row) * lda + a_col;  // + k0
+  const half* const b_g = B_blk + static_cast<long long>(b_row) * ldb + b_col;  // + k0 rows
+  const long long a_pass = static_cast<long long>(A_ROWS_PER_PASS) * lda;
+  const long long b_pass = static_cast<long long>(B_ROWS_PER_PASS) * ldb;
+  const unsigned a_base = smem_addr(smem);                  // A: 2 buffers, then B: 2 buffers
+  const unsigned b_base = a_base + 2 * A_STAGE_BYTES;
+  const unsigned a_st = a_base + 2 * swizzle<A_ROW_CHUNKS>(a_row, a_col);
+  const unsigned b_st = b_base + 2 * swizzle<B_ROW_CHUNKS>(b_row, b_col);
+
+  // Fragment reads, byte offsets in a buffer at k-step 0.
+  //   A (ldmatrix.x4, two m16 tiles 2p, 2p+1 at one k8): lane l gives row 32p + l of the warp
+  //     tile, i.e. matrix q = l/8 is rows 8q..8q+7: q0 = tile 2p rows 0-7 (its a0), q1 = rows
+  //     8-15 (a1), q2/q3 = the same of tile 2p+1. k-step ks reads logical chunk ks: the swizzle
+  //     makes that an XOR of the offset with 16 * ks bytes (the row part has those bits clear);
+  //     pair p adds 32 rows, a multiple of the swizzle period: + p * 32 * BK * 2 bytes.
+  //   B (ldmatrix.x4.trans, four n8 tiles 4j..4j+3 at one k8): lane l gives k row l % 8 at
+  //     columns of n8 tile 4j + l/8; .trans hands lane l B[2t, 2t+1][g] of each, the b operand.
+  //     k-step ks adds 8 rows, one swizzle period: + ks * 8 * BN * 2 bytes.
+  const unsigned a_ld = 2 * swizzle<A_ROW_CHUNKS>(warp_m * WARP_M + lane, 0);
+  unsigned b_ld[TILES_N / 4];
+#pragma unroll
+  for (int j = 0; j < TILES_N / 4; ++j)
+    b_ld[j] = 2 * swizzle<B_ROW_CHUNKS>(lane % 8, warp_n * WARP_N + (4 * j + lane / 8) * MMA_N);
+
+  int4 a_reg[A_PER_THREAD], b_reg[B_PER_THREAD];
+  // Global loads of the K-tile at k0 into registers. `fast` (compile time) says it is a whole
+  // tile inside the matrix with aligned rows; otherwise that is checked, else element loads.
+  auto load_tile = [&](int k0, auto fast) {
+    if (decltype(fast)::value || (interior && k0 + BK <= K)) {
+      const half* const a_k = a_g + k0;
+      const half* const b_k = b_g + static_cast<long long>(k0) * ldb;
+#pragma unroll
+      for (int i = 0; i < A_PER_THREAD; ++i) a_reg[i] = __ldg(reinterpret_cast<const int4*>(a_k + i * a_pass));
+#pragma unroll
+      for (int i = 0; i < B_PER_THREAD; ++i) b_reg[i] = __ldg(reinterpret_cast<const int4*>(b_k + i * b_pass));
+      return;
+    }
+    const half* const a_src = A_blk + k0;
+    const half* const b_src = B_blk + static_cast<long long>(k0) * ldb;
+#pragma unroll
+    for (int i = 0; i < A_PER_THREAD; ++i)
+      a_reg[i] = load_chunk(a_src, lda, a_row + i * A_ROWS_PER_PASS, rows_a, a_col, K - k0, a_vec);
+#pragma unroll
+    for (int i = 0; i < B_PER_THREAD; ++i)
+      b_reg[i] = load_chunk(b_src, ldb, b_row + i * B_ROWS_PER_PASS, K - k0, b_col, cols_b, b_vec);
+  };
+  auto store_tile = [&](int buf) {
+#pragma unroll
+    for (int i = 0; i < A_PER_THREAD; ++i)
+      sts128(a_st + buf * A_STAGE_BYTES + i * A_ROWS_PER_PASS * BK * 2, a_reg[i]);
+#pragma unroll
+    for (int i = 0; i < B_PER_THREAD; ++i)
+      sts128(b_st + buf * B_STAGE_BYTES + i * B_ROWS_PER_PASS * BN * 2, b_reg[i]);
+  };
+
+  // Two fragment sets: k-step ks computes on set ks % 2 while ks + 1 loads into the other.
+  unsigned a_frag[2][TILES_M][2], b_frag[2][TILES_N];
+  auto load_frags = [&](int set, int buf, int ks) {
+    const unsigned a_addr = a_base + buf * A_STAGE_BYTES + (a_ld ^ (ks * 16));
+    const unsigned b_addr = b_base + buf * B_STAGE_BYTES + ks * MMA_K * BN * 2;
+#pragma unroll
+    for (int p = 0; p < TILES_M / 2; ++p) {
+      unsigned r[4];
+      ldmatrix_x4(r, a_addr + p * 32 * BK * 2);
+      a_frag[set][2 * p][0] = r[0];
+      a_frag[set][2 * p][1] = r[1];
+      a_frag[set][2 * p + 1][0] = r[2];
+      a_frag[set][2 * p + 1][1] = r[3];
+    }
+#pragma unroll
+    for (int j = 0; j < TILES_N / 4; ++j) {
+      unsigned r[4];
+      ldmatrix_x4_trans(r, b_addr + b_ld[j]);
+#pragma unroll
+      for (int q = 0; q < 4; ++q) b_frag[set][4 * j + q] = r[q];
+    }
+  };
+
+  float acc[TILES_M][TILES_N][4];
+#pragma unroll
+  for (int i = 0; i < TILES_M; ++i)
+#pragma unroll
+    for (int j = 0; j < TILES_N; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
+
+  const int k_tiles = zoo::ceil_div(K, BK);
+  load_tile(0, zoo::Flag<false>{});
+  store_tile(0);
+  __syncthreads();
+  load_frags(0, 0, 0);
+
+  int buf = 0;  // shared buffer of K-tile kt
+  // One K-tile; `fast` (compile time): the next K-tile is whole and interior, so its loads are
+  // straight-line code the scheduler interleaves with the MMAs.
+  auto k_step = [&](int kt, auto fast) {
+    const bool has_next = decltype(fast)::value || kt + 1 < k_tiles;
+#pragma unroll
+    for (int ks = 0; ks < KS; ++ks) {
+      const int set = ks & 1;  // KS is even: set 0 starts every K-tile
+#if __CUDA_ARCH__ >= 800
+      // k steps ks-1 and ks in one k16 MMA, before set ks-1 is reloaded below (the compiler
+      // renames the registers, so the loads still issue under these MMAs).
+      if (set == 1) {
+#pragma unroll
+        for (int i = 0; i < TILES_M; ++i)
+#pragma unroll
+          for (int jj = 0; jj < TILES_N; ++jj) {
+            const int j = i % 2 ? TILES_N - 1 - jj : jj;
+            mma_16816(acc[i][j], a_frag[0][i], a_frag[1][i], b_frag[0][j], b_frag[1][j]);
+          }
+      }
+#endif
+      if (ks == KS - 1) {
+        // Buffer buf^1 was last read before the previous barrier. After this one, K-tile
+        // kt+1 is readable and its first fragments load under this k-step's MMAs.
+        if (has_next) store_tile(buf ^ 1);
+        __syncthreads();
+        if (has_next) load_frags(set ^ 1, buf ^ 1, 0);
+      } else {
+        load_frags(set ^ 1, buf, ks + 1);
+      }
+      if (ks == 0 && has_next) load_tile((kt + 1) * BK, fast);  // lands during this K-tile
+#if __CUDA_ARCH__ < 800
+      // Serpentine order: consecutive MMAs share an A or a B fragment (operand reuse cache).
+#pragma unroll
+      for (int i = 0; i < TILES_M; ++i)
+#pragma unroll
+        for (int jj = 0; jj < TILES_N; ++jj) {
+          const int j = i % 2 ? TILES_N - 1 - jj : jj;
+          mma_1688(acc[i][j], a_frag[set][i][0], a_frag[set][i][1], b_frag[set][j]);
+        }
+#endif
+    }
+    buf ^= 1;
+  };
+  // K-tiles whose successor is a whole interior tile, then the rest with checked loads.
+  const int k_fast = interior ? max(0, K / BK - 1) : 0;
+  int kt = 0;
+  for (; kt < k_fast; ++kt) k_step(kt, zoo::Flag<true>{});
+  for (; kt < k_tiles; ++kt) k_step(kt, zoo::Flag<false>{});
+  __syncthreads();  // the buffers become epilogue scratch
+
+  // Epilogue: per warp, one 16-row strip at a time through its fp32 scratch, then 128-bit
+  // stores. Accumulator (i, j) holds rows g and g+8 (g = lane / 4), columns 2*(lane % 4) and +1
+  // of its 16x8 tile.
+  float* const strip = reinterpret_cast<float*>(smem) + warp * zoo::EPI_ROWS * EPI_LD;
+  const bool c_vec = (reinterpret_cast<uintptr_t>(C) % 16 == 0) && (ldc % 8 == 0);
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int i = 0; i < TILES_M; ++i) {
+#pragma unroll
+    for (int j = 0; j < TILES_N; ++j) {
+      *reinterpret_cast<float2*>(strip + g * EPI_LD + j * MMA_N + 2 * t) = make_float2(acc[i][j][0], acc[i][j][1]);
+      *reinterpret_cast<float2*>(strip + (g + 8) * EPI_LD + j * MMA_N + 2 * t) = make_float2(acc[i][j][2], acc[i][j][3]);
+    }
+    __syncwarp();
+    zoo::store_strip<WARP_N>(strip, lane, C, ldc, m0 + warp_m * WARP_M + i * MMA_M,
+                             n0 + warp_n * WARP_N, M, N, c_vec);
+    __syncwarp();
+  }
+}
+
+}  // namespace zoo_sm75_mma
+
+extern "C" __global__ void __launch_bounds__(zoo_sm75_mma::THREADS)
+    zoo_hgemm_sm75_mma_f16out(const half* __restrict__ A, const half* __restrict__ B,
+                              half* __restrict__ C, int M, int N, int K, int lda, int ldb, int ldc) {
+  zoo_sm75_mma::hgemm<half>(A, B, C, M, N, K, lda, ldb, ldc, blockIdx.x);
+}
+
+extern "C" __global__ void __launch_bounds__(zoo_sm75_mma::THREADS)
+    zoo_hgemm_sm75_mma_f32out(const half* __restrict__ A, const half* __restrict__ B,
+                              float* __restrict__ C, int M, int N, int K, int lda, int ldb, int ldc) {
+  zoo_sm75_mma::hgemm<float>(A, B, C, M, N, K, lda, ldb, ldc, blockIdx.x);
+}
+
+// Grouped launches (zoo.bmm): one block per tile of every problem in the table.
+template <typename OutT>
+__device__ __forceinline__ void hgemm_mma_grouped(const zoo::PointerProblem* table, int count) {
+  const zoo::PointerProblem& p = zoo::problem_of(table, count, blockIdx.x);
+  zoo_sm75_mma::hgemm<OutT>(reinterpret_cast<const half*>(p.A), reinterpret_cast<const half*>(p.B),
+                            reinterpret_cast<OutT*>(p.C), p.M, p.N, p.K, p.lda, p.ldb, p.ldc,
+                            blockIdx.x - p.tile_begin);
+}
+extern "C" __global__ void __launch_bounds__(zoo_sm75_mma::THREADS)
+    zoo_hgemm_sm75_mma_f16out_grouped(const zoo::PointerProblem* __restrict__ table, int count) {
+  hgemm_mma_grouped<half>(table, count);
+}
+extern "C" __global__ void __launch_bounds__(zoo_sm75_mma::THREADS)
+    zoo_hgemm_sm75_mma_f32out_grouped(const zoo::PointerProblem* __restrict__ table, int count) {
+  hgemm_mma_grouped<float>(table, count);
+}
+
+#ifndef __CUDACC_RTC__
+// Host launchers for nvcc builds (zoo export: a shared library for ctypes); the zoo itself
+// launches the kernels above through the Driver API. Each returns a cudaError_t code, 0 on
+// success. A, B, C row-major and packed (lda = K, ldb = N, ldc = N); any M, N, K >= 1.
+template <typename OutT, typename Kernel>
+static int zoo_launch_sm75_mma(Kernel kernel, const half* A, const half* B, OutT* C, int M, int N,
+                               int K, cudaStream_t stream) {
+  using namespace zoo_sm75_mma;
+  return zoo::launch_per_tile<BM, BN, THREADS, SMEM_BYTES>(kernel, A, B, C, M, N, K, stream);
+}
+
+extern "C" int zoo_hgemm_sm75_mma(const half* A, const half* B, float* C, int M, int N, int K,
+                                  cudaStream_t stream) {
+  return zoo_launch_sm75_mma(zoo_hgemm_sm75_mma_f32out, A, B, C, M, N, K, stream);
+}
+
+extern "C" int zoo_hgemm_sm75_mma_half(const half* A, const half* B, half* C, int M, int N, int K,
+                                       cudaStream_t stream) {
+  return zoo_launch_sm75_mma(zoo_hgemm_sm75_mma_f16out, A, B, C, M, N, K, stream);
+}
+#endif
