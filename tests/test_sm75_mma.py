@@ -121,8 +121,9 @@ def test_the_swizzle_is_a_permutation_of_chunks_within_each_row():
 
 # ---- Configs, budget and SASS.
 
-def test_configs_fit_a_t4_with_8_warps_and_the_first_is_256_wide():
-    assert max(SPEC.configs[0].block_m, SPEC.configs[0].block_n) == 256
+def test_configs_fit_a_t4_with_8_warps_in_the_measured_order():
+    # Measured on an H100 (configs/sm75_hgemm_mma.yaml): 128x128 first, the 64x64 small tile last.
+    assert [c.name for c in SPEC.configs] == ["128x128", "128x256", "256x128", "64x64"]
     for c in SPEC.configs:
         assert configs.problems(c, SPEC, T4) == []
         assert registry.resident_warps(SPEC, c, T4) >= registry.MIN_RESIDENT_WARPS
