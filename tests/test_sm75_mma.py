@@ -68,8 +68,18 @@ def _a_elems(row, k):
     return (("A", row, k), ("A", row, k + 1))
 
 
+def _check_phases_and_ldmatrix(smem, addrs, trans):
+    for q in range(4):
+        assert _distinct_bank_groups(addrs[8 * q:8 * q + 8])
+    return _ldmatrix(smem, addrs, trans)
+
+
 @pytest.mark.parametrize("cfg", SPEC.configs, ids=lambda c: c.name)
-def test_fragments_are_the_m16n8k8_operands_and_every_phase_is_conflict_free(cfg):
+def test_fragments_are_the_mma_operands_and_every_phase_is_conflict_free(cfg):
+    """Both builds' fragment loads: sm_75's k8 steps (one .x4 = A of two m16 tiles, one
+    .x4.trans = B of four n8 tiles) and sm_80+'s k16 steps (one .x4 = one m16 tile's a0-a3, one
+    .x4.trans = b0, b1 of two n8 tiles), each lane receiving the elements the m16n8k8 or
+    m16n8k16 layout asks for."""
     smem, sts = _store_k_tile(cfg)
     # Every element of both tiles is stored exactly once, inside the buffers.
     assert len(smem) == (cfg.block_m * cfg.block_k + cfg.block_k * cfg.block_n) // 8
@@ -85,15 +95,13 @@ def test_fragments_are_the_m16n8k8_operands_and_every_phase_is_conflict_free(cfg
     for warp in range(cfg.warps):
         warp_m, warp_n = warp // warps_n, warp % warps_n
         r0, c0 = warp_m * cfg.warp_m, warp_n * cfg.warp_n
+        # sm_75, k8 steps.
         a_ld = [2 * swizzle(r0 + lane, 0, L["a_rc"]) for lane in range(32)]
         b_ld = [[2 * swizzle(lane % 8, c0 + (4 * j + lane // 8) * 8, L["b_rc"]) for lane in range(32)]
                 for j in range(tiles_n // 4)]
         for ks in range(cfg.block_k // 8):
             for p in range(tiles_m // 2):
-                addrs = [(a ^ (ks * 16)) + p * 32 * cfg.block_k * 2 for a in a_ld]
-                for q in range(4):
-                    assert _distinct_bank_groups(addrs[8 * q:8 * q + 8])
-                r = _ldmatrix(smem, addrs, trans=False)
+                r = _check_phases_and_ldmatrix(smem, [(a ^ (ks * 16)) + p * 32 * cfg.block_k * 2 for a in a_ld], False)
                 for half in range(2):  # tiles 2p, 2p+1: a0 = r[2 half], a1 = r[2 half + 1]
                     i = 2 * p + half
                     for lane in range(32):
@@ -101,15 +109,31 @@ def test_fragments_are_the_m16n8k8_operands_and_every_phase_is_conflict_free(cfg
                         assert r[2 * half][lane] == _a_elems(r0 + 16 * i + g, 8 * ks + 2 * t)
                         assert r[2 * half + 1][lane] == _a_elems(r0 + 16 * i + g + 8, 8 * ks + 2 * t)
             for j in range(tiles_n // 4):
-                addrs = [L["b_base"] + ks * 8 * cfg.block_n * 2 + b for b in b_ld[j]]
-                for q in range(4):
-                    assert _distinct_bank_groups(addrs[8 * q:8 * q + 8])
-                r = _ldmatrix(smem, addrs, trans=True)
+                r = _check_phases_and_ldmatrix(smem, [L["b_base"] + ks * 8 * cfg.block_n * 2 + b for b in b_ld[j]], True)
                 for q in range(4):  # n8 tile 4j + q: b = B[2t, 2t+1][g]
                     for lane in range(32):
                         g, t = lane // 4, lane % 4
                         n = c0 + 8 * (4 * j + q) + g
                         assert r[q][lane] == (("B", 8 * ks + 2 * t, n), ("B", 8 * ks + 2 * t + 1, n))
+        # sm_80+, k16 steps.
+        a_ld = [2 * swizzle(r0 + lane % 16, (lane // 16) * 8, L["a_rc"]) for lane in range(32)]
+        b_ld = [[2 * swizzle(lane % 16, c0 + (2 * j + lane // 16) * 8, L["b_rc"]) for lane in range(32)]
+                for j in range(tiles_n // 2)]
+        for ks in range(cfg.block_k // 16):
+            for i in range(tiles_m):
+                r = _check_phases_and_ldmatrix(smem, [(a ^ (ks * 32)) + i * 16 * cfg.block_k * 2 for a in a_ld], False)
+                for lane in range(32):  # a0..a3: rows g, g+8 at k 2t, then at k 2t+8
+                    g, t = lane // 4, lane % 4
+                    row, k = r0 + 16 * i + g, 16 * ks + 2 * t
+                    assert [r[q][lane] for q in range(4)] == [_a_elems(row, k), _a_elems(row + 8, k),
+                                                              _a_elems(row, k + 8), _a_elems(row + 8, k + 8)]
+            for j in range(tiles_n // 2):
+                r = _check_phases_and_ldmatrix(smem, [L["b_base"] + ks * 16 * cfg.block_n * 2 + b for b in b_ld[j]], True)
+                for q in range(4):  # n8 tile 2j + q // 2, b0 (q even) or b1: B[2t (+8), 2t+1 (+8)][g]
+                    for lane in range(32):
+                        g, t = lane // 4, lane % 4
+                        n, k = c0 + 8 * (2 * j + q // 2) + g, 16 * ks + 8 * (q % 2) + 2 * t
+                        assert r[q][lane] == (("B", k, n), ("B", k + 1, n))
 
 
 def test_the_swizzle_is_a_permutation_of_chunks_within_each_row():
@@ -122,8 +146,8 @@ def test_the_swizzle_is_a_permutation_of_chunks_within_each_row():
 # ---- Configs, budget and SASS.
 
 def test_configs_fit_a_t4_with_8_warps_in_the_measured_order():
-    # Measured on an H100 (configs/sm75_hgemm_mma.yaml): 128x128 first, the 64x64 small tile last.
-    assert [c.name for c in SPEC.configs] == ["128x128", "128x256", "256x128", "64x64"]
+    # Measured on an H100 (configs/sm75_hgemm_mma.yaml): 3 stages first, the 64x64 small tile last.
+    assert [c.name for c in SPEC.configs] == ["128x256s3", "128x128", "128x256", "256x128", "64x64"]
     for c in SPEC.configs:
         assert configs.problems(c, SPEC, T4) == []
         assert registry.resident_warps(SPEC, c, T4) >= registry.MIN_RESIDENT_WARPS

@@ -22,7 +22,8 @@ class LoopMix:
     from its head to its back branch taking the fall-through of every conditional branch (the
     interior tiles' path: the edge tiles' checked loads and skipped copies are branched to).
     A thread of the 3-stage WMMA kernel loads and stores every other K-tile; the walk counts
-    both, so its LDG and STS are twice their per-K-tile average."""
+    both, so its LDG and STS are twice their per-K-tile average. A loop unrolled over several
+    K-tiles (the 3-stage mma kernel's two register slots) is counted per K-tile."""
     hmma: int            # HMMA instructions
     mma: int             # in m16n8k8 units (2048 FLOP): HMMA.1688 = 1, HMMA.16816 = 2
     ldsm: int
@@ -51,8 +52,9 @@ _WARP_BYTES = {"128": 512, "64": 256, "32": 128}  # per warp, by access width in
 _BRANCH = re.compile(r"\bBRA\s+(?:\S+,\s*)?0x([0-9a-f]+)")
 
 
-def loop_mix(sass_text: str) -> LoopMix | None:
-    """The instruction mix of one pass of the first loop of `sass_text` that issues HMMAs."""
+def loop_mix(sass_text: str, k_tile_mma: int = 0) -> LoopMix | None:
+    """The instruction mix of one pass of the first loop of `sass_text` that issues HMMAs, per
+    K-tile when the pass covers a whole number of K-tiles of `k_tile_mma` m16n8k8 MMAs each."""
     ins = [(int(a, 16), body.strip()) for a, body in re.findall(r"/\*([0-9a-f]{4,})\*/\s+([^;]*);", sass_text)]
     index = {a: i for i, (a, _) in enumerate(ins)}
     head = None
@@ -91,7 +93,8 @@ def loop_mix(sass_text: str) -> LoopMix | None:
             counts["bar"] += 1
         else:
             counts["other"] += 1
-    return LoopMix(**counts)
+    passes = counts["mma"] // k_tile_mma if k_tile_mma and counts["mma"] % k_tile_mma == 0 else 1
+    return LoopMix(**{name: -(-value // passes) for name, value in counts.items()})
 
 
 @dataclass(frozen=True)
@@ -143,4 +146,5 @@ def explain(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits, problem:
         / ((cfg.block_m + cfg.block_n) * cfg.block_k * in_bytes),
         problem_flop_per_byte=2 * m * n * k / ((m * k + k * n) * in_bytes + m * n * out_bytes),
         ridge_flop_per_byte=limits.ridge(math_of(spec, problem)), math=math_of(spec, problem),
-        pipeline=pipeline_depth(spec, cfg), loop=loop_mix(sass.function_sass(cubin.image, function)))
+        pipeline=pipeline_depth(spec, cfg), loop=loop_mix(sass.function_sass(cubin.image, function),
+                                                      cfg.warp_m // 16 * cfg.warp_n // 8 * cfg.block_k // 8))

@@ -61,6 +61,11 @@ template <bool B>
 struct Flag {
   static constexpr bool value = B;
 };
+// A compile-time int passed as a value (a register slot index, say), likewise.
+template <int N>
+struct Int {
+  static constexpr int value = N;
+};
 __host__ __device__ constexpr int cmax(int a, int b) { return a > b ? a : b; }
 
 // Grouped ("swizzled") block order: consecutive blocks walk GROUP_M tile rows down one
@@ -165,6 +170,29 @@ __device__ __forceinline__ void store_strip(const float* strip, int lane, OutT* 
   }
 }
 
+
+// The epilogue of the mma.sync kernels (m16n8 accumulators, acc[i][j] = rows g, g + 8 and
+// columns 2t, 2t + 1 of 16x8 tile (i, j) with g = lane / 4, t = lane % 4): per 16-row strip of
+// the warp tile, the accumulators to the warp's fp32 scratch, then store_strip to C at
+// (gm0 + 16 i, gn0).
+template <int WARP_N, int TILES_M, int TILES_N, typename OutT>
+__device__ __forceinline__ void store_mma_accumulators(const float (&acc)[TILES_M][TILES_N][4], float* strip,
+                                                       int lane, OutT* C, long long ldc, int gm0, int gn0,
+                                                       int M, int N, bool c_vec) {
+  constexpr int LD = epi_ld(WARP_N);
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int i = 0; i < TILES_M; ++i) {
+#pragma unroll
+    for (int j = 0; j < TILES_N; ++j) {
+      *reinterpret_cast<float2*>(strip + g * LD + j * 8 + 2 * t) = make_float2(acc[i][j][0], acc[i][j][1]);
+      *reinterpret_cast<float2*>(strip + (g + 8) * LD + j * 8 + 2 * t) = make_float2(acc[i][j][2], acc[i][j][3]);
+    }
+    __syncwarp();
+    store_strip<WARP_N>(strip, lane, C, ldc, gm0 + i * 16, gn0, M, N, c_vec);
+    __syncwarp();
+  }
+}
 
 // ---- Convolution as implicit GEMM (ZOO_CONV builds; zoo/conv.py packs the same struct).
 // x is NHWC [images][H][W][C], C a multiple of 8 (16-byte chunks never straddle two pixels),

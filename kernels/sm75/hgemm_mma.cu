@@ -5,22 +5,28 @@
 //   C row-major with row stride ldc, fp16 (zoo_hgemm_sm75_mma_f16out) or fp32
 //   (zoo_hgemm_sm75_mma_f32out). FP32 accumulation in both. Any M, N, K >= 1, any strides.
 //   Runs on CC >= 7.5: ldmatrix and mma.sync.aligned.m16n8k8 (HMMA.1688 on sm_75) exist there.
-//   Built for sm_80 and newer, each pair of k8 steps goes to one m16n8k16 (HMMA.16816) instead:
-//   its operands are the two k8 steps' fragments side by side, and those GPUs run one 16816 in
-//   about the time of one 1688 (an H100 ran this kernel at 0.65x the WMMA one with k8 only;
-//   WMMA itself lowers to 16816 there). The sm_75 build, the T4's, issues m16n8k8 only.
+//   Built for sm_80 and newer, the k-step is 16 deep instead: one m16n8k16 (HMMA.16816) per
+//   accumulator, its fragments loaded by ldmatrix straight into the registers it reads (one
+//   .x4 = an m16k16 A operand, one .x4.trans = two n8 tiles' k16 B operands). Those GPUs run
+//   one 16816 in about the time of one 1688 (an H100 ran this kernel at 0.65x the WMMA one
+//   with k8 only; WMMA itself lowers to 16816 there). The sm_75 build, the T4's, issues
+//   m16n8k8 only.
 //   Compiled per config by NVRTC (zoo/cuda.py) with the tile shape as -D defines, or by nvcc
 //   with the defaults below.
 //
 // Launch: 1-D grid of ceil(M/BM)*ceil(N/BN) blocks in grouped order, THREADS threads,
 //   ZOO_SMEM_BYTES of dynamic shared memory (the host's formula, checked here by static_assert).
 //
-// Pipeline (no cp.async on Turing: registers stage the next K-tile), per K-tile t:
-//   1. LDG.128 of K-tile t+1 into registers, issued after the first fragment loads of t,
+// Pipeline (no cp.async on Turing: registers stage the next K-tiles), per K-tile t, with
+//   SLOTS = STAGES - 1 register slots (1 or 2) of one K-tile each:
+//   1. LDG.128 of K-tile t+SLOTS into register slot t%SLOTS, issued after the first fragment
+//      loads of t,
 //   2. BK/8 k-steps of MMAs on t from shared buffer t%2; each k-step's fragments (ldmatrix.x4,
 //      .x4.trans for B) load under the previous k-step's MMAs (two register fragment sets),
-//   3. STS.128 of t+1 into buffer (t+1)%2, one __syncthreads, the first fragments of t+1 load
-//      under the last k-step's MMAs of t.
+//   3. STS.128 of t+1 (register slot (t+1)%SLOTS) into buffer (t+1)%2, one __syncthreads, the
+//      first fragments of t+1 load under the last k-step's MMAs of t.
+//   A K-tile's loads thus have SLOTS K-tiles of MMAs to land in: Hopper's global latency
+//   outlasts one 32-deep K-tile of 8 warps (NOTES.md), a T4's K-tile is ~3x longer.
 // Shared memory: no padding. 16-byte chunks are XOR-swizzled inside each 128-byte line, so the
 //   8-lane phases of the STS.128 and every 8x8 matrix an ldmatrix reads hit 32 distinct banks
 //   (proved in swizzle() below; tests/test_sm75_mma.py replays it in Python).
@@ -51,7 +57,12 @@ constexpr int BM = ZOO_BM, BN = ZOO_BN, BK = ZOO_BK;
 constexpr int WARP_M = ZOO_WARP_M, WARP_N = ZOO_WARP_N;
 constexpr int WARPS_M = BM / WARP_M, WARPS_N = BN / WARP_N;
 constexpr int THREADS = 32 * WARPS_M * WARPS_N;
-constexpr int MMA_M = 16, MMA_N = 8, MMA_K = 8;                    // m16n8k8: one HMMA.1688
+#if __CUDA_ARCH__ >= 800
+constexpr int MMA_K = 16, A_REGS = 4, B_REGS = 2;  // m16n8k16: one HMMA.16816
+#else
+constexpr int MMA_K = 8, A_REGS = 2, B_REGS = 1;   // m16n8k8: one HMMA.1688 (and the host pass)
+#endif
+constexpr int MMA_M = 16, MMA_N = 8;
 constexpr int TILES_M = WARP_M / MMA_M, TILES_N = WARP_N / MMA_N;  // mma tiles per warp
 constexpr int KS = BK / MMA_K;                                     // k-steps per K-tile
 
@@ -68,7 +79,8 @@ constexpr int A_CHUNKS = BM * BK / CHUNK, B_CHUNKS = BK * BN / CHUNK;
 constexpr int A_PER_THREAD = A_CHUNKS / THREADS, B_PER_THREAD = B_CHUNKS / THREADS;
 constexpr int A_ROWS_PER_PASS = THREADS / A_ROW_CHUNKS, B_ROWS_PER_PASS = THREADS / B_ROW_CHUNKS;
 
-static_assert(ZOO_STAGES == 2, "one K-tile in shared memory, the next in registers");
+constexpr int SLOTS = ZOO_STAGES - 1;  // K-tiles in registers, loaded ahead of the one computed
+static_assert(SLOTS == 1 || SLOTS == 2, "one K-tile in shared memory, one or two ahead in registers");
 static_assert(BM % WARP_M == 0 && BN % WARP_N == 0, "block tile must split into warp tiles");
 static_assert(WARP_M % 32 == 0, "one ldmatrix.x4 loads the A fragments of two m16 tiles");
 static_assert(WARP_N % 32 == 0, "one ldmatrix.x4.trans loads the B fragments of four n8 tiles");
@@ -120,23 +132,18 @@ __device__ __forceinline__ void sts128(unsigned addr, const int4& v) {
 // D = A(16x8, row) * B(8x8, col) + D; g = lane / 4, t = lane % 4 (PTX ISA, mma.m16n8k8 .f16):
 //   a0 = A[g][2t, 2t+1], a1 = A[g+8][2t, 2t+1]; b = B[2t, 2t+1][g];
 //   d0, d1 = D[g][2t, 2t+1], d2, d3 = D[g+8][2t, 2t+1].
-__device__ __forceinline__ void mma_1688(float (&d)[4], unsigned a0, unsigned a1, unsigned b) {
-  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(a0), "r"(a1), "r"(b));
-}
-
+// k16 (sm_80+): a2, a3 and b1 are the same at k + 8 (PTX ISA, mma.m16n8k16 .f16).
+__device__ __forceinline__ void mma(float (&d)[4], const unsigned (&a)[A_REGS], const unsigned (&b)[B_REGS]) {
 #if __CUDA_ARCH__ >= 800
-// D = A(16x16, row) * B(16x8, col) + D: the A fragments of k8 steps k0 and k0+8 are a0, a1 and
-// a2, a3, their B fragments b0 and b1 (PTX ISA, mma.m16n8k16 .f16), so two k8 steps' operands
-// make one k16 MMA.
-__device__ __forceinline__ void mma_16816(float (&d)[4], const unsigned (&lo)[2], const unsigned (&hi)[2],
-                                          unsigned b_lo, unsigned b_hi) {
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-               : "r"(lo[0]), "r"(lo[1]), "r"(hi[0]), "r"(hi[1]), "r"(b_lo), "r"(b_hi));
-}
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(b[0]));
 #endif
+}
 
 // 8 halfs from row `row` of a row-major matrix, columns col..col+7, zero past `rows`/`cols`.
 __device__ __forceinline__ int4 load_chunk(const half* __restrict__ base, long long ld, int row,
@@ -190,72 +197,92 @@ __device__ __forceinline__ void hgemm(const half* __restrict__ A, const half* __
   const unsigned a_st = a_base + 2 * swizzle<A_ROW_CHUNKS>(a_row, a_col);
   const unsigned b_st = b_base + 2 * swizzle<B_ROW_CHUNKS>(b_row, b_col);
 
-  // Fragment reads, byte offsets in a buffer at k-step 0.
-  //   A (ldmatrix.x4, two m16 tiles 2p, 2p+1 at one k8): lane l gives row 32p + l of the warp
-  //     tile, i.e. matrix q = l/8 is rows 8q..8q+7: q0 = tile 2p rows 0-7 (its a0), q1 = rows
-  //     8-15 (a1), q2/q3 = the same of tile 2p+1. k-step ks reads logical chunk ks: the swizzle
-  //     makes that an XOR of the offset with 16 * ks bytes (the row part has those bits clear);
-  //     pair p adds 32 rows, a multiple of the swizzle period: + p * 32 * BK * 2 bytes.
-  //   B (ldmatrix.x4.trans, four n8 tiles 4j..4j+3 at one k8): lane l gives k row l % 8 at
-  //     columns of n8 tile 4j + l/8; .trans hands lane l B[2t, 2t+1][g] of each, the b operand.
-  //     k-step ks adds 8 rows, one swizzle period: + ks * 8 * BN * 2 bytes.
+  // Fragment reads, byte offsets in a buffer at k-step 0. ldmatrix: lanes 8q..8q+7 address
+  // the 8 rows of matrix q; the swizzle makes k-step ks an XOR of the A offset with
+  // ks * MMA_K * 2 bytes (the row part has those bits clear), and B's k rows are whole swizzle
+  // periods apart (+ ks * MMA_K rows).
+#if __CUDA_ARCH__ >= 800
+  //   A (.x4, one m16 tile i at k16): lane l gives row l % 16 at chunk l / 16: q0 = rows 0-7 at
+  //     k 0-7 (a0), q1 = rows 8-15 (a1), q2/q3 = the same at k 8-15 (a2, a3). Tile i adds 16
+  //     rows, a multiple of the swizzle period: + i * 16 * BK * 2 bytes.
+  //   B (.x4.trans, n8 tiles 2j, 2j+1 at k16): lane l gives k row l % 16 at the columns of
+  //     tile 2j + l / 16; .trans hands lane l B[2t, 2t+1][g] of each: b0, b1 of tile 2j, then
+  //     of tile 2j + 1.
+  constexpr int A_TILES_PER_LDSM = 1, B_TILES_PER_LDSM = 2;
+  const unsigned a_ld = 2 * swizzle<A_ROW_CHUNKS>(warp_m * WARP_M + lane % 16, (lane / 16) * CHUNK);
+#else
+  //   A (.x4, two m16 tiles 2p, 2p+1 at one k8): lane l gives row 32p + l of the warp tile, i.e.
+  //     matrix q = l/8 is rows 8q..8q+7: q0 = tile 2p rows 0-7 (its a0), q1 = rows 8-15 (a1),
+  //     q2/q3 = the same of tile 2p+1. Pair p adds 32 rows: + p * 32 * BK * 2 bytes.
+  //   B (.x4.trans, four n8 tiles 4j..4j+3 at one k8): lane l gives k row l % 8 at columns of
+  //     n8 tile 4j + l/8; .trans hands lane l B[2t, 2t+1][g] of each, the b operand.
+  constexpr int A_TILES_PER_LDSM = 2, B_TILES_PER_LDSM = 4;
   const unsigned a_ld = 2 * swizzle<A_ROW_CHUNKS>(warp_m * WARP_M + lane, 0);
-  unsigned b_ld[TILES_N / 4];
+#endif
+  constexpr int B_LDSM = TILES_N / B_TILES_PER_LDSM;
+  const int b_krow = lane % (MMA_K == 16 ? 16 : 8), b_tile = lane / (MMA_K == 16 ? 16 : 8);
+  unsigned b_ld[B_LDSM];
 #pragma unroll
-  for (int j = 0; j < TILES_N / 4; ++j)
-    b_ld[j] = 2 * swizzle<B_ROW_CHUNKS>(lane % 8, warp_n * WARP_N + (4 * j + lane / 8) * MMA_N);
+  for (int j = 0; j < B_LDSM; ++j)
+    b_ld[j] = 2 * swizzle<B_ROW_CHUNKS>(b_krow, warp_n * WARP_N + (B_TILES_PER_LDSM * j + b_tile) * MMA_N);
 
-  int4 a_reg[A_PER_THREAD], b_reg[B_PER_THREAD];
-  // Global loads of the K-tile at k0 into registers. `fast` (compile time) says it is a whole
-  // tile inside the matrix with aligned rows; otherwise that is checked, else element loads.
-  auto load_tile = [&](int k0, auto fast) {
+  int4 a_reg[SLOTS][A_PER_THREAD], b_reg[SLOTS][B_PER_THREAD];
+  // Global loads of the K-tile at k0 into register slot `slot` (compile time). `fast` (compile
+  // time) says it is a whole tile inside the matrix with aligned rows; otherwise that is
+  // checked, else element loads.
+  auto load_tile = [&](int k0, auto fast, auto slot) {
+    constexpr int S = decltype(slot)::value;
     if (decltype(fast)::value || (interior && k0 + BK <= K)) {
       const half* const a_k = a_g + k0;
       const half* const b_k = b_g + static_cast<long long>(k0) * ldb;
 #pragma unroll
-      for (int i = 0; i < A_PER_THREAD; ++i) a_reg[i] = __ldg(reinterpret_cast<const int4*>(a_k + i * a_pass));
+      for (int i = 0; i < A_PER_THREAD; ++i) a_reg[S][i] = __ldg(reinterpret_cast<const int4*>(a_k + i * a_pass));
 #pragma unroll
-      for (int i = 0; i < B_PER_THREAD; ++i) b_reg[i] = __ldg(reinterpret_cast<const int4*>(b_k + i * b_pass));
+      for (int i = 0; i < B_PER_THREAD; ++i) b_reg[S][i] = __ldg(reinterpret_cast<const int4*>(b_k + i * b_pass));
       return;
     }
     const half* const a_src = A_blk + k0;
     const half* const b_src = B_blk + static_cast<long long>(k0) * ldb;
 #pragma unroll
     for (int i = 0; i < A_PER_THREAD; ++i)
-      a_reg[i] = load_chunk(a_src, lda, a_row + i * A_ROWS_PER_PASS, rows_a, a_col, K - k0, a_vec);
+      a_reg[S][i] = load_chunk(a_src, lda, a_row + i * A_ROWS_PER_PASS, rows_a, a_col, K - k0, a_vec);
 #pragma unroll
     for (int i = 0; i < B_PER_THREAD; ++i)
-      b_reg[i] = load_chunk(b_src, ldb, b_row + i * B_ROWS_PER_PASS, K - k0, b_col, cols_b, b_vec);
+      b_reg[S][i] = load_chunk(b_src, ldb, b_row + i * B_ROWS_PER_PASS, K - k0, b_col, cols_b, b_vec);
   };
-  auto store_tile = [&](int buf) {
+  auto store_tile = [&](int buf, auto slot) {
+    constexpr int S = decltype(slot)::value;
 #pragma unroll
     for (int i = 0; i < A_PER_THREAD; ++i)
-      sts128(a_st + buf * A_STAGE_BYTES + i * A_ROWS_PER_PASS * BK * 2, a_reg[i]);
+      sts128(a_st + buf * A_STAGE_BYTES + i * A_ROWS_PER_PASS * BK * 2, a_reg[S][i]);
 #pragma unroll
     for (int i = 0; i < B_PER_THREAD; ++i)
-      sts128(b_st + buf * B_STAGE_BYTES + i * B_ROWS_PER_PASS * BN * 2, b_reg[i]);
+      sts128(b_st + buf * B_STAGE_BYTES + i * B_ROWS_PER_PASS * BN * 2, b_reg[S][i]);
   };
 
-  // Two fragment sets: k-step ks computes on set ks % 2 while ks + 1 loads into the other.
-  unsigned a_frag[2][TILES_M][2], b_frag[2][TILES_N];
+  // Fragment sets: with two (k8, sm_75), k-step ks computes on set ks % 2 while ks + 1 loads
+  // into the other; with one (k16 fragments, sm_80+: two sets are 64 registers, which do not
+  // fit beside 128 of accumulators and two register slots), ks + 1 loads after ks's MMAs and
+  // the other warps' MMAs cover it. Each ldmatrix.x4 fills 4 registers that are whole operands
+  // (A_REGS per A tile, B_REGS per B tile), so no fragment is copied between registers.
+  constexpr int FRAG_SETS = MMA_K == 16 ? 1 : 2;
+  unsigned a_frag[FRAG_SETS][TILES_M][A_REGS], b_frag[FRAG_SETS][TILES_N][B_REGS];
   auto load_frags = [&](int set, int buf, int ks) {
-    const unsigned a_addr = a_base + buf * A_STAGE_BYTES + (a_ld ^ (ks * 16));
+    const unsigned a_addr = a_base + buf * A_STAGE_BYTES + (a_ld ^ (ks * MMA_K * 2));
     const unsigned b_addr = b_base + buf * B_STAGE_BYTES + ks * MMA_K * BN * 2;
 #pragma unroll
-    for (int p = 0; p < TILES_M / 2; ++p) {
+    for (int p = 0; p < TILES_M / A_TILES_PER_LDSM; ++p) {
       unsigned r[4];
-      ldmatrix_x4(r, a_addr + p * 32 * BK * 2);
-      a_frag[set][2 * p][0] = r[0];
-      a_frag[set][2 * p][1] = r[1];
-      a_frag[set][2 * p + 1][0] = r[2];
-      a_frag[set][2 * p + 1][1] = r[3];
+      ldmatrix_x4(r, a_addr + p * A_TILES_PER_LDSM * MMA_M * BK * 2);
+#pragma unroll
+      for (int q = 0; q < 4; ++q) a_frag[set][A_TILES_PER_LDSM * p + q / A_REGS][q % A_REGS] = r[q];
     }
 #pragma unroll
-    for (int j = 0; j < TILES_N / 4; ++j) {
+    for (int j = 0; j < B_LDSM; ++j) {
       unsigned r[4];
       ldmatrix_x4_trans(r, b_addr + b_ld[j]);
 #pragma unroll
-      for (int q = 0; q < 4; ++q) b_frag[set][4 * j + q] = r[q];
+      for (int q = 0; q < 4; ++q) b_frag[set][B_TILES_PER_LDSM * j + q / B_REGS][q % B_REGS] = r[q];
     }
   };
 
@@ -268,60 +295,68 @@ __device__ __forceinline__ void hgemm(const half* __restrict__ A, const half* __
       for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.f;
 
   const int k_tiles = zoo::ceil_div(K, BK);
-  load_tile(0, zoo::Flag<false>{});
-  store_tile(0);
+  load_tile(0, zoo::Flag<false>{}, zoo::Int<0>{});
+  store_tile(0, zoo::Int<0>{});
+  if constexpr (SLOTS == 2) {
+    if (k_tiles > 1) load_tile(BK, zoo::Flag<false>{}, zoo::Int<1>{});
+  }
   __syncthreads();
   load_frags(0, 0, 0);
 
   int buf = 0;  // shared buffer of K-tile kt
-  // One K-tile; `fast` (compile time): the next K-tile is whole and interior, so its loads are
-  // straight-line code the scheduler interleaves with the MMAs.
-  auto k_step = [&](int kt, auto fast) {
-    const bool has_next = decltype(fast)::value || kt + 1 < k_tiles;
+  // One K-tile, kt % SLOTS == SLOT (compile time, so register slots are registers); `fast`
+  // (compile time): K-tile kt + SLOTS is whole and interior, so its loads are straight-line
+  // code the scheduler interleaves with the MMAs.
+  auto k_step = [&](int kt, auto fast, auto slot) {
+    constexpr int SLOT = decltype(slot)::value, NEXT_SLOT = (SLOT + 1) % SLOTS;
+    const bool has_next = decltype(fast)::value || kt + 1 < k_tiles;      // K-tile kt+1 to store
+    const bool has_load = decltype(fast)::value || kt + SLOTS < k_tiles;  // K-tile kt+SLOTS to load
 #pragma unroll
     for (int ks = 0; ks < KS; ++ks) {
-      const int set = ks & 1;  // KS is even: set 0 starts every K-tile
-#if __CUDA_ARCH__ >= 800
-      // k steps ks-1 and ks in one k16 MMA, before set ks-1 is reloaded below (the compiler
-      // renames the registers, so the loads still issue under these MMAs).
-      if (set == 1) {
+      const int set = FRAG_SETS == 2 ? ks & 1 : 0;  // KS is even: set 0 starts every K-tile
+      const int next = FRAG_SETS == 2 ? set ^ 1 : 0;
+      // Serpentine order: consecutive MMAs share an A or a B fragment (operand reuse cache).
+      auto mmas = [&] {
 #pragma unroll
         for (int i = 0; i < TILES_M; ++i)
 #pragma unroll
           for (int jj = 0; jj < TILES_N; ++jj) {
             const int j = i % 2 ? TILES_N - 1 - jj : jj;
-            mma_16816(acc[i][j], a_frag[0][i], a_frag[1][i], b_frag[0][j], b_frag[1][j]);
+            mma(acc[i][j], a_frag[set][i], b_frag[set][j]);
           }
-      }
-#endif
+      };
+      // Lands during the next SLOTS K-tiles; its slot was stored to shared memory last K-tile.
+      if (ks == 0 && has_load && FRAG_SETS == 1) load_tile((kt + SLOTS) * BK, fast, zoo::Int<SLOT>{});
+      if constexpr (FRAG_SETS == 1) mmas();
       if (ks == KS - 1) {
         // Buffer buf^1 was last read before the previous barrier. After this one, K-tile
-        // kt+1 is readable and its first fragments load under this k-step's MMAs.
-        if (has_next) store_tile(buf ^ 1);
+        // kt+1 is readable and its first fragments load (under this k-step's MMAs, with two
+        // fragment sets).
+        if (has_next) store_tile(buf ^ 1, zoo::Int<NEXT_SLOT>{});
         __syncthreads();
-        if (has_next) load_frags(set ^ 1, buf ^ 1, 0);
+        if (has_next) load_frags(next, buf ^ 1, 0);
       } else {
-        load_frags(set ^ 1, buf, ks + 1);
+        load_frags(next, buf, ks + 1);
       }
-      if (ks == 0 && has_next) load_tile((kt + 1) * BK, fast);  // lands during this K-tile
-#if __CUDA_ARCH__ < 800
-      // Serpentine order: consecutive MMAs share an A or a B fragment (operand reuse cache).
-#pragma unroll
-      for (int i = 0; i < TILES_M; ++i)
-#pragma unroll
-        for (int jj = 0; jj < TILES_N; ++jj) {
-          const int j = i % 2 ? TILES_N - 1 - jj : jj;
-          mma_1688(acc[i][j], a_frag[set][i][0], a_frag[set][i][1], b_frag[set][j]);
-        }
-#endif
+      if (ks == 0 && has_load && FRAG_SETS == 2) load_tile((kt + SLOTS) * BK, fast, zoo::Int<SLOT>{});
+      if constexpr (FRAG_SETS == 2) mmas();
     }
     buf ^= 1;
   };
-  // K-tiles whose successor is a whole interior tile, then the rest with checked loads.
-  const int k_fast = interior ? max(0, K / BK - 1) : 0;
+  // K-tiles whose load (kt + SLOTS) is a whole interior tile, then the rest with checked loads;
+  // SLOTS K-tiles per pass, so each one's register slot is known at compile time.
+  const int k_fast = interior ? max(0, K / BK - SLOTS) : 0;
   int kt = 0;
-  for (; kt < k_fast; ++kt) k_step(kt, zoo::Flag<true>{});
-  for (; kt < k_tiles; ++kt) k_step(kt, zoo::Flag<false>{});
+  for (; kt + SLOTS <= k_fast; kt += SLOTS) {
+    k_step(kt, zoo::Flag<true>{}, zoo::Int<0>{});
+    if constexpr (SLOTS == 2) k_step(kt + 1, zoo::Flag<true>{}, zoo::Int<1>{});
+  }
+  for (; kt < k_tiles; kt += SLOTS) {
+    k_step(kt, zoo::Flag<false>{}, zoo::Int<0>{});
+    if constexpr (SLOTS == 2) {
+      if (kt + 1 < k_tiles) k_step(kt + 1, zoo::Flag<false>{}, zoo::Int<1>{});
+    }
+  }
   __syncthreads();  // the buffers become epilogue scratch
 
   // Epilogue: per warp, one 16-row strip at a time through its fp32 scratch, then 128-bit
@@ -329,19 +364,8 @@ __device__ __forceinline__ void hgemm(const half* __restrict__ A, const half* __
   // of its 16x8 tile.
   float* const strip = reinterpret_cast<float*>(smem) + warp * zoo::EPI_ROWS * EPI_LD;
   const bool c_vec = (reinterpret_cast<uintptr_t>(C) % 16 == 0) && (ldc % 8 == 0);
-  const int g = lane / 4, t = lane % 4;
-#pragma unroll
-  for (int i = 0; i < TILES_M; ++i) {
-#pragma unroll
-    for (int j = 0; j < TILES_N; ++j) {
-      *reinterpret_cast<float2*>(strip + g * EPI_LD + j * MMA_N + 2 * t) = make_float2(acc[i][j][0], acc[i][j][1]);
-      *reinterpret_cast<float2*>(strip + (g + 8) * EPI_LD + j * MMA_N + 2 * t) = make_float2(acc[i][j][2], acc[i][j][3]);
-    }
-    __syncwarp();
-    zoo::store_strip<WARP_N>(strip, lane, C, ldc, m0 + warp_m * WARP_M + i * MMA_M,
-                             n0 + warp_n * WARP_N, M, N, c_vec);
-    __syncwarp();
-  }
+  zoo::store_mma_accumulators<WARP_N>(acc, strip, lane, C, ldc, m0 + warp_m * WARP_M, n0 + warp_n * WARP_N, M, N,
+                                      c_vec);
 }
 
 }  // namespace zoo_sm75_mma

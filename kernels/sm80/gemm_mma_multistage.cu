@@ -339,19 +339,8 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
   // (g = lane / 4), columns 2*(lane % 4) and +1 of its 16x8 tile.
   float* const strip = reinterpret_cast<float*>(smem) + warp * zoo::EPI_ROWS * EPI_LD;
   const bool c_vec = (reinterpret_cast<uintptr_t>(C) % 16 == 0) && (ldc % 8 == 0);
-  const int g = lane / 4, t = lane % 4;
-#pragma unroll
-  for (int i = 0; i < TILES_M; ++i) {
-#pragma unroll
-    for (int j = 0; j < TILES_N; ++j) {
-      *reinterpret_cast<float2*>(strip + g * EPI_LD + j * MMA_N + 2 * t) = make_float2(acc[i][j][0], acc[i][j][1]);
-      *reinterpret_cast<float2*>(strip + (g + 8) * EPI_LD + j * MMA_N + 2 * t) = make_float2(acc[i][j][2], acc[i][j][3]);
-    }
-    __syncwarp();
-    zoo::store_strip<WARP_N>(strip, lane, C, ldc, m0 + warp_m * WARP_M + i * MMA_M,
-                             n0 + warp_n * WARP_N, M, N, c_vec);
-    __syncwarp();
-  }
+  zoo::store_mma_accumulators<WARP_N>(acc, strip, lane, C, ldc, m0 + warp_m * WARP_M, n0 + warp_n * WARP_N, M, N,
+                                      c_vec);
 }
 
 }  // namespace zoo_sm80

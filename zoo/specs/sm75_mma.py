@@ -11,7 +11,8 @@ from .base import KernelSpec, epilogue_bytes, tile_copy_rules
 
 def _sm75_mma_smem(c: cfgs.TileConfig) -> int:
     """Same formula as SMEM_BYTES in kernels/sm75/hgemm_mma.cu (a static_assert ties them):
-    two unpadded buffers of the A and B tiles, or the epilogue's fp32 strips if larger."""
+    two unpadded buffers of the A and B tiles, or the epilogue's fp32 strips if larger (3
+    stages add a register slot, not a buffer)."""
     pipe = 2 * (c.block_m * c.block_k + c.block_k * c.block_n) * 2
     return max(pipe, epilogue_bytes(c))
 
@@ -47,7 +48,7 @@ SM75_HMMA = KernelSpec(
     offline_archs=("sm_75", "sm_80", "sm_90a"), layouts=("row x row",),
     entry={("float16", "float16"): "zoo_hgemm_sm75_mma_f16out",
            ("float16", "float32"): "zoo_hgemm_sm75_mma_f32out"},
-    aligned_rows=False, mma_shape=(16, 8, 8), stages=(2,),
+    aligned_rows=False, mma_shape=(16, 8, 8), stages=(2, 3),
     smem_bytes=_sm75_mma_smem, rules=_sm75_mma_rules,
     sass_required=((r"\bLDSM\.16\.M88\.4\b", "LDSM (ldmatrix.x4)"),
                    (r"\bLDSM\.16\.MT88\.4\b", "LDSM.MT (ldmatrix.x4.trans)"),
@@ -57,8 +58,8 @@ SM75_HMMA = KernelSpec(
     sass_forbidden=((r"\bLDGSTS\b", "LDGSTS (cp.async; Turing has none)"),
                     (r"\b(LDL|STL)\b", "LDL/STL (local memory)")),
     description="FP16 ldmatrix + mma.sync m16n8k8, register-prefetch double buffer, XOR-swizzled smem",
-    pipeline="{stages} K-tiles in flight: one computed from shared memory (2 swizzled buffers, "
-             "fragments double-buffered per k8 step), {ahead} loaded into registers and stored "
-             "to the other buffer, one barrier per K-step",
+    pipeline="{stages} K-tiles in flight: one computed from shared memory (2 swizzled buffers; "
+             "fragments double-buffered per k8 step on sm_75, one k16 set on sm_80+), {ahead} "
+             "loaded into registers ahead and stored to the other buffer, one barrier per K-step",
     exports={("float16", "float32"): "zoo_hgemm_sm75_mma", ("float16", "float16"): "zoo_hgemm_sm75_mma_half"},
 )
