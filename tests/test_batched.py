@@ -139,9 +139,14 @@ def test_non_tensor_arguments_are_errors_not_tracebacks():
 
 
 def test_bmm_takes_the_output_dtype_from_out():
-    """Review item 4: fp16 inputs with an fp32 out are an fp32-out call, as in zoo.mm (on the
-    CPU it then fails only for the device)."""
+    """Review item 4: out's dtype is the call's output dtype, as in zoo.mm. On the CPU the dtype
+    check comes before the device check: a bf16 out of fp16 inputs is refused for its dtype
+    (the old code took fp16 and failed only for the device), an fp32 out passes it."""
     a, b = torch.ones(2, 4, 4, dtype=torch.float16), torch.ones(2, 4, 4, dtype=torch.float16)
+    with pytest.raises(ZooError, match="out_dtype must be torch.float16 .* or torch.float32, got torch.bfloat16"):
+        zoo.bmm(a, b, out=torch.empty(2, 4, 4, dtype=torch.bfloat16))
+    with pytest.raises(ZooError, match="got torch.bfloat16"):
+        zoo.bmm(list(a), list(b), out=[torch.empty(4, 4, dtype=torch.bfloat16)] * 2)
     with pytest.raises(ZooError, match="inputs must be CUDA tensors"):
         zoo.bmm(a, b, out=torch.empty(2, 4, 4, dtype=torch.float32))
     with pytest.raises(ZooError, match="inputs must be CUDA tensors"):

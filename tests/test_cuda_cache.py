@@ -111,6 +111,20 @@ def test_no_home_compiles_in_memory(monkeypatch, capsys):
     assert "no home folder" in capsys.readouterr().err
 
 
+def test_an_unusable_cache_folder_compiles_in_memory_and_says_so_once(monkeypatch, tmp_path, capsys):
+    """Review item 8: a cache folder that cannot be made (here: under a regular file) is a note,
+    said once, and a compile in memory; never a failed compile."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(blocker / "zoo"))
+    cuda._warned.clear()
+    for _ in range(2):
+        built = cuda.compile_cubin(SPEC.source, "sm_75", DEFINES)
+        assert built.image[:4] == b"\x7fELF" and not built.from_cache
+    err = capsys.readouterr().err
+    assert err.count("cannot use the kernel cache") == 1 and "compiling in memory" in err
+
+
 def test_xdg_cache_home_needs_no_home(monkeypatch, tmp_path):
     monkeypatch.delenv("ZOO_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))

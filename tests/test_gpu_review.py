@@ -131,9 +131,34 @@ def test_graph_captures_on_the_inputs_device():
         assert c.device == a.device and all(bench.verify(a[i], b[i], c[i]).ok for i in range(2))
 
 
-def test_threads_capturing_at_once():
-    """Item 6: several threads capture their own graphs at the same time (and replay them)."""
-    errors = []
+def test_threads_capturing_at_once(monkeypatch):
+    """Item 6: several threads capture their own graphs at the same time (and replay them).
+    By design one capture runs at a time, in thread_local mode: every capture is counted and
+    held open 20 ms, so overlapping captures (the old code had no lock) would be seen."""
+    import time
+    errors, state, count_lock = [], {"open": 0, "most": 0, "modes": set(), "captures": 0}, threading.Lock()
+    real = torch.cuda.graph
+
+    class counted(real):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            state["modes"].add(kwargs.get("capture_error_mode", "global"))
+
+        def __enter__(self):
+            with count_lock:
+                state["open"] += 1
+                state["captures"] += 1
+                state["most"] = max(state["most"], state["open"])
+            time.sleep(0.02)
+            return super().__enter__()
+
+        def __exit__(self, *exc):
+            try:
+                return super().__exit__(*exc)
+            finally:
+                with count_lock:
+                    state["open"] -= 1
+    monkeypatch.setattr(torch.cuda, "graph", counted)
 
     def work(seed):
         try:
@@ -154,6 +179,7 @@ def test_threads_capturing_at_once():
     for t in threads:
         t.join()
     assert not errors, errors
+    assert state["captures"] == 6 and state["most"] == 1 and state["modes"] == {"thread_local"}, state
 
 
 def test_a_callers_own_context_is_left_current():

@@ -68,6 +68,13 @@ def test_zoo_mm_takes_the_tuned_choice(tmp_path, monkeypatch):
     path, winners, why = tune.in_use(idx)
     assert why is None and path.parent == tmp_path
     (name, won), = winners.items()
+    # zoo tune --show lists it as in use; zoo info names the file.
+    import json
+    assert cli.main(["tune", "--show", "--json", str(tmp_path / "show.json")]) == 0
+    shown = json.loads((tmp_path / "show.json").read_text())
+    assert shown["in_use"] and shown["file"] == str(path) and shown["winners"][name]["config"] == won["config"]
+    assert cli.main(["info", "--json", str(tmp_path / "info.json")]) == 0
+    assert json.loads((tmp_path / "info.json").read_text())["tuning file (zoo tune)"] == f"{path}: 1 tuned shapes in use"
     a = torch.randn(64, 1024, device="cuda", dtype=torch.float16)
     b = torch.randn(1024, 512, device="cuda", dtype=torch.float16)
     zoo.mm(a, b)
