@@ -11,9 +11,10 @@ from .sm90_wgmma import SM90_CONV, SM90_GEMM, SM90_TF32
 
 # registry.eligible puts the newest arch first; among kernels of one arch (same min CC) it keeps
 # this order, which is the automatic choice's order: on a CC 7.5 GPU (T4) the first fp16 kernel
-# here is the one `--auto-arch` runs unless `zoo tune` measured another for the shape. Both sm_75
-# fp16 kernels are listed by measurement: hgemm_wmma first until hgemm_mma is measured faster
-# (docs/turing.md; scripts/turing_mma.sh), then swap SM75_HGEMM and SM75_HMMA here.
+# here is the one `--auto-arch` runs unless `zoo tune` measured another for the shape. hgemm_wmma
+# stays first: hgemm_mma's sm_90 build (k16 steps) ran 1.10x faster on an H100, but the T4's
+# build (k8 steps) has run nowhere (docs/turing.md); swap SM75_HGEMM and SM75_HMMA here once a
+# T4 measures it faster.
 KERNELS: tuple[KernelSpec, ...] = (SM75_HGEMM, SM75_HMMA, SM80_GEMM, SM90_GEMM, SM75_SGEMM, SM90_TF32,
                                    SM90_CONV, SM80_CONV, SM75_CONV)
 
