@@ -133,10 +133,16 @@ def test_b_rows_off_32_byte_sectors_take_the_configs_cluster_twin():
     # The same B in rows padded to 3008 elements, or 3008 columns: the tile itself.
     assert registry.pick_config(spec, H100, Problem(3000, 3000, 3000, ldb=3008)).name == "128x192pp"
     assert registry.pick_config(spec, H100, Problem(3000, 3008, 3000)).name == "128x192pp"
-    # 12000-byte rows are on sectors; under a wave of tiles, or B rows narrower than one
-    # 128-byte box row, the listed choice stands.
+    # Under a wave too, where the tiles cover half the SMs (H100: 1536 x 1000 x 4096 72% -> 86%
+    # of torch.mm, 1000^3 81% -> 90%), not below that (500 x 1000 x 1000: 69% -> 66%), nor with
+    # one tile row (the pair's second CTA would have no rows).
+    assert registry.pick_config(spec, H100, Problem(1536, 1000, 4096)).name == "128x128c2"
+    assert registry.pick_config(spec, H100, Problem(1000, 1000, 1000)).name == "64x128ppc2"
+    assert registry.pick_config(spec, H100, Problem(500, 1000, 1000)).name == "64x128pp"
+    assert registry.b_rows_off_sectors(Problem(64, 9000, 4096))
+    assert registry.pick_config(spec, H100, Problem(64, 9000, 4096)).cluster_size == 1
+    # 12000-byte rows are on sectors, and so are B rows narrower than one 128-byte box row.
     assert not registry.b_rows_off_sectors(Problem(6000, 6000, 6000))
-    assert registry.pick_config(spec, H100, Problem(1536, 1000, 4096)).name == "128x128"
     assert not registry.b_rows_off_sectors(Problem(4096, 40, 4096))
     # A grouped launch keeps its listed choice; the sm80 kernel has no clusters.
     assert registry.pick_config(spec, H100, Problem(3000, 3000, 3000), (Problem(3000, 3000, 3000),) * 2).cluster_size == 1

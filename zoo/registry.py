@@ -118,7 +118,8 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
     the first whose wave cost is within WAVE_SLACK of the cheapest: a small problem gets the
     tile that spreads it over the most SMs, a large one the most efficient tile. For a grouped
     launch, `group` holds all its problems and their tiles are counted together. One GEMM whose
-    B rows start off 32-byte sectors gets the chosen tile's 2-CTA twin (b_rows_off_sectors)."""
+    B rows start off 32-byte sectors, with two tile rows or more and tiles for half the SMs or
+    more, gets the chosen tile's 2-CTA twin (b_rows_off_sectors)."""
     valid = [c for c in spec.configs if not cfgs.problems(c, spec, limits)]
     if not valid:
         raise ZooError(f"no config of {spec.name} fits {limits.part} ({limits.arch})")
@@ -127,8 +128,8 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
              for c in preferred}
     cheapest = min(costs.values())
     chosen = next(c for c in preferred if costs[c] <= cheapest * (1 + WAVE_SLACK))
-    if spec.tma_boxes and not group and b_rows_off_sectors(problem) and \
-            chosen.tiles(problem.m, problem.n) >= limits.sm_count:
+    if spec.tma_boxes and not group and b_rows_off_sectors(problem) and problem.m > chosen.block_m and \
+            2 * chosen.tiles(problem.m, problem.n) >= limits.sm_count:
         return next((c for c in valid if c.cluster_m == 2 and c.cluster_n == 1 and
                      replace(c, name=chosen.name, cluster_m=chosen.cluster_m) == chosen), chosen)
     return chosen
@@ -138,8 +139,11 @@ def b_rows_off_sectors(problem: Problem) -> bool:
     """Whether B's rows (at least a 128-byte TMA box row wide) start off 32-byte sectors: TMA
     reads them slowly, unless the two CTAs of a cluster share each B tile and load half of it
     each. On an H100, 3000^3 fp16 ran at 63-65% of torch.mm with 128x192pp and 85-88% in
-    2-CTA clusters; so pick_config takes a config's cluster twin for one GEMM (not a group)
-    whose tiles fill a wave or more."""
+    2-CTA clusters; under a wave too: 1000^3 80.8% with 64x128pp and 89.8% with 64x128ppc2,
+    1536 x 1000 x 4096 72.4% with 128x128 and 85.6% with 128x128c2, but 500 x 1000 x 1000 (64
+    tiles on 132 SMs) 68.5% against 66.2%. So pick_config takes a config's cluster twin for one
+    GEMM (not a group) whose tiles cover half the SMs or more, in two tile rows or more (the
+    pair's second CTA has rows to work on)."""
     row_bytes = problem.n * ELEMENT_BYTES[problem.dtype]
     return row_bytes >= cuda.TMA_SWIZZLE_BYTES and \
         (problem.ldb or problem.n) * ELEMENT_BYTES[problem.dtype] % cuda.TMA_SECTOR_BYTES != 0
