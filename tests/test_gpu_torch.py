@@ -17,6 +17,18 @@ def rel(x, y):
     return bench.relative_error(x, y.to(torch.float64))
 
 
+def check_grads(zoo_op, torch_op, x, y, leaves, g, cap=1.0):
+    """The gradients of zoo_op(x, y) with respect to `leaves` (x and y, or what they are views
+    of), against float64 ones: within twice torch_op's own error in the same dtype (and `cap`)."""
+    out = zoo_op(x, y)
+    assert out.grad_fn is not None
+    mine = torch.autograd.grad(out, leaves, g)
+    exact = torch.autograd.grad(torch_op(leaves[0].double(), leaves[1].double()), leaves, g.double())
+    torchs = torch.autograd.grad(torch_op(x, y), leaves, g)
+    for m, e, t in zip(mine, exact, torchs):
+        assert rel(m, e) <= min(2 * rel(t, e) + 1e-6, cap), (x.dtype, rel(m, e), rel(t, e))
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
 def test_backward_matches_torch_mm(dtype):
     """dA = dC B^T, dB = A^T dC through the zoo's kernels, against torch.mm's gradients within
@@ -28,16 +40,7 @@ def test_backward_matches_torch_mm(dtype):
             a = rand(130, 70, gen=gen, dtype=dtype, grad=True)
             b = rand(70, 90, gen=gen, dtype=dtype, grad=True)
             x, y = (a.t().contiguous().t(), b.t().contiguous().t()) if transpose else (a, b)
-            g = rand(130, 90, gen=gen, dtype=dtype)
-            out = zoo.mm(x, y)
-            assert out.grad_fn is not None
-            ga, gb = torch.autograd.grad(out, (a, b), g)
-            ta, tb = torch.autograd.grad(torch.mm(a.double(), b.double()), (a, b), g.double())
-            # torch's own gradients in this dtype, and their error: zoo's may be at most twice it.
-            wa, wb = torch.autograd.grad(torch.mm(x, y), (a, b), g)
-            for mine, exact, torchs in ((ga, ta, wa), (gb, tb, wb)):
-                assert rel(mine, exact) <= min(2 * rel(torchs, exact) + 1e-6, bound), \
-                    (dtype, transpose, rel(mine, exact), rel(torchs, exact))
+            check_grads(zoo.mm, torch.mm, x, y, (a, b), rand(130, 90, gen=gen, dtype=dtype), bound)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
@@ -48,14 +51,7 @@ def test_bmm_backward_matches_torch_bmm(dtype):
     with bench.tf32_matmul(False):
         a = rand(3, 70, 50, gen=gen, dtype=dtype, grad=True)
         b = rand(3, 50, 40, gen=gen, dtype=dtype, grad=True)
-        g = rand(3, 70, 40, gen=gen, dtype=dtype)
-        out = zoo.bmm(a, b)
-        assert out.grad_fn is not None
-        ga, gb = torch.autograd.grad(out, (a, b), g)
-        ta, tb = torch.autograd.grad(torch.bmm(a.double(), b.double()), (a, b), g.double())
-        wa, wb = torch.autograd.grad(torch.bmm(a, b), (a, b), g)
-        for mine, exact, torchs in ((ga, ta, wa), (gb, tb, wb)):
-            assert rel(mine, exact) <= 2 * rel(torchs, exact) + 1e-6, (rel(mine, exact), rel(torchs, exact))
+        check_grads(zoo.bmm, torch.bmm, a, b, (a, b), rand(3, 70, 40, gen=gen, dtype=dtype))
 
 
 def test_opcheck_of_the_custom_ops():
