@@ -19,14 +19,14 @@
 //
 // Pipeline (no cp.async on Turing: registers stage the next K-tiles), per K-tile t, with
 //   SLOTS = STAGES - 1 register slots (1 or 2) of one K-tile each:
-//   1. LDG.128 of K-tile t+SLOTS into register slot t%SLOTS, issued after the first fragment
-//      loads of t,
-//   2. BK/8 k-steps of MMAs on t from shared buffer t%2; each k-step's fragments (ldmatrix.x4,
-//      .x4.trans for B) load under the previous k-step's MMAs (two register fragment sets),
+//   1. LDG.128 of K-tile t+SLOTS into register slot t%SLOTS, in its first k-step,
+//   2. BK/MMA_K k-steps of MMAs on t from shared buffer t%2; each k-step's fragments
+//      (ldmatrix.x4, .x4.trans for B) load under the previous k-step's MMAs (sm_75: two k8
+//      fragment sets), or after them (sm_80+: one k16 set, the other warps' MMAs cover it),
 //   3. STS.128 of t+1 (register slot (t+1)%SLOTS) into buffer (t+1)%2, one __syncthreads, the
-//      first fragments of t+1 load under the last k-step's MMAs of t.
-//   A K-tile's loads thus have SLOTS K-tiles of MMAs to land in: Hopper's global latency
-//   outlasts one 32-deep K-tile of 8 warps (NOTES.md), a T4's K-tile is ~3x longer.
+//      first fragments of t+1 load.
+//   A K-tile's loads thus have SLOTS K-tiles of MMAs to land in: on an H100 one 32-deep K-tile
+//   of 8 warps was too short (ncu: long-scoreboard stalls; NOTES.md), a T4's is ~3x longer.
 // Shared memory: no padding. 16-byte chunks are XOR-swizzled inside each 128-byte line, so the
 //   8-lane phases of the STS.128 and every 8x8 matrix an ldmatrix reads hit 32 distinct banks
 //   (proved in swizzle() below; tests/test_sm75_mma.py replays it in Python).
