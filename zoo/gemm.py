@@ -214,8 +214,8 @@ class CallPlan:
     def run(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
         if out is None:
             c = torch.empty_like(self.template)
-        else:
-            if torch.is_grad_enabled() and (out.requires_grad or a.requires_grad or b.requires_grad):
+        else:  # a and b do not require grad here while grad is on: mm sent those to the op
+            if out.requires_grad and torch.is_grad_enabled():
                 raise ZooError(AUTOGRAD_MESSAGE)
             c = out
         if self.launch is None:
@@ -387,26 +387,29 @@ class Launch:
         self.fn.launch(self.grid, self.threads, self.args, stream, self.device_index, self.cluster)
 
 
-_workspaces: dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor]] = {}
+_workspaces: dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor, int, int, int, int]] = {}
+_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None) or torch.cuda.is_current_stream_capturing
 
 
 def split_k_workspace(device_index: int, stream: int, floats: int, counters: int) -> tuple[int, int]:
     """Addresses of fp32 partials and zeroed int32 counters for a split-K launch on `stream`:
     kept per (device, stream), grown when too small (the kernel leaves its counters at zero,
     so one launch after another on a stream can share them). While the stream is being
-    captured into a graph, a fresh pair from the graph's pool, zeroed inside the graph."""
-    if torch.cuda.is_current_stream_capturing():
+    captured into a graph, a fresh pair from the graph's pool, zeroed inside the graph.
+    NOTE: on every split-K call: the kept pair's addresses and sizes are plain ints, read
+    without a tensor call (four such calls cost ~2 us on the lent host)."""
+    if _capturing():
         workspace = torch.empty(floats, dtype=torch.float32, device=device_index)
         zeros = torch.zeros(counters, dtype=torch.int32, device=device_index)
         return workspace.data_ptr(), zeros.data_ptr()
     key = (device_index, stream)
     kept = _workspaces.get(key)
-    if kept is None or kept[0].numel() < floats or kept[1].numel() < counters:
-        old = (kept[0].numel(), kept[1].numel()) if kept else (0, 0)
-        kept = (torch.empty(max(floats, old[0]), dtype=torch.float32, device=device_index),
-                torch.zeros(max(counters, old[1]), dtype=torch.int32, device=device_index))
-        _workspaces[key] = kept
-    return kept[0].data_ptr(), kept[1].data_ptr()
+    if kept is None or kept[4] < floats or kept[5] < counters:
+        floats, counters = max(floats, kept[4] if kept else 0), max(counters, kept[5] if kept else 0)
+        workspace = torch.empty(floats, dtype=torch.float32, device=device_index)
+        zeros = torch.zeros(counters, dtype=torch.int32, device=device_index)
+        kept = _workspaces[key] = (workspace, zeros, workspace.data_ptr(), zeros.data_ptr(), floats, counters)
+    return kept[2], kept[3]
 
 
 _loaded: dict[tuple, cuda.Function] = {}
