@@ -34,6 +34,29 @@ def test_gpu_commands_exit_2_with_a_message(command):
     assert json.loads(out) == {"gpu": None}  # stdout stays machine-readable
 
 
+@pytest.mark.parametrize("command", cli.GPU_COMMANDS)
+def test_every_gpu_command_takes_a_device(command):
+    args = cli.parser().parse_args([command, "--device", "1"])
+    assert args.device == 1 and args.fn.__name__ == f"cmd_{command}"
+
+
+@no_gpu_only
+def test_a_device_without_a_gpu_is_the_commands_own_message():
+    rc, out, err = run("info", "--device", "1", "--json", "-")
+    assert rc == 2 and "no CUDA GPU is visible" in err and json.loads(out) == {"gpu": None}
+
+
+@pytest.mark.gpu
+def test_a_device_this_machine_lacks_is_one_clear_line(tmp_path):
+    import torch
+    count = torch.cuda.device_count()
+    rc, out, err = run("info", "--device", str(count))
+    assert rc == 1 and f"no GPU {count}: this machine shows {count}" in err and "Traceback" not in err + out
+    rc, _, err = run("info", "--device", str(count - 1), "--json", str(tmp_path / "info.json"))
+    assert rc == 0, err
+    assert json.loads((tmp_path / "info.json").read_text())["device"]["part"] == torch.cuda.get_device_name(count - 1)
+
+
 def test_build_check_reports_per_config(tmp_path):
     rc, out, err = run("build", "--arch", "sm_75", "--check", "--kernel", "sm75_hgemm_wmma", "--config", "64x64",
                        "--json", "-")

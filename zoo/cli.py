@@ -1000,7 +1000,30 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--plot", metavar="PATH", help="with --pipeline: draw the copy/GEMM timeline to PATH (.png)")
     _timing_options(s, iters=50, eager=False)
     s.set_defaults(fn=cmd_batched)
+    for name in GPU_COMMANDS:
+        sub.choices[name].add_argument(
+            "--device", type=int, metavar="N",
+            help="the GPU to run on (default: torch's current device; CUDA_VISIBLE_DEVICES picks and renumbers them)")
     return p
+
+
+GPU_COMMANDS = ("info", "run", "bench", "conv", "tune", "batched")
+
+
+def _select_device(index: int, command: str) -> int:
+    """Make GPU `index` torch's current device for the command; a clear error when there is no
+    such GPU (a machine without any is the command's own message)."""
+    import torch
+    if not _gpu_available():
+        return EXIT_OK
+    count = torch.cuda.device_count()
+    if not 0 <= index < count:
+        err_console.print(f"[bold red]zoo {command}:[/] no GPU {index}: this machine shows {count} "
+                          f"(--device 0{f' to {count - 1}' if count > 1 else ''}; CUDA_VISIBLE_DEVICES picks and "
+                          "renumbers them)")
+        return EXIT_FAIL
+    torch.cuda.set_device(index)
+    return EXIT_OK
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1008,6 +1031,10 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "iters", 1) < 1 or getattr(args, "warmup", 0) < 0:
         err_console.print("zoo: --iters must be >= 1 and --warmup >= 0")
         return EXIT_FAIL
+    if getattr(args, "device", None) is not None:
+        failed = _select_device(args.device, args.command)
+        if failed:
+            return failed
     try:
         return args.fn(args)
     except ZooError as exc:
