@@ -219,4 +219,4 @@ def test_split_k_counters_are_left_zeroed_for_the_next_launch():
     torch.cuda.synchronize()
     for (a, b), c in zip(pairs, outs):
         assert bench.verify(a, b, c).ok
-    assert all(not counters.any() for _, counters, *_ in gemm._workspaces.values())
+    assert all(not kept.counters.any() for kept in gemm._workspaces.values())

@@ -7,6 +7,7 @@ import struct
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 
@@ -387,7 +388,18 @@ class Launch:
         self.fn.launch(self.grid, self.threads, self.args, stream, self.device_index, self.cluster)
 
 
-_workspaces: dict[tuple[int, int], tuple[torch.Tensor, torch.Tensor, int, int, int, int]] = {}
+class _Workspace(NamedTuple):
+    """A stream's split-K buffers, with their addresses and sizes as plain ints: read on every
+    split-K call without a tensor call (four such calls cost ~2 us on the lent host)."""
+    partials: torch.Tensor
+    counters: torch.Tensor
+    partials_ptr: int
+    counters_ptr: int
+    floats: int
+    slots: int
+
+
+_workspaces: dict[tuple[int, int], _Workspace] = {}
 _capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None) or torch.cuda.is_current_stream_capturing
 
 
@@ -395,21 +407,20 @@ def split_k_workspace(device_index: int, stream: int, floats: int, counters: int
     """Addresses of fp32 partials and zeroed int32 counters for a split-K launch on `stream`:
     kept per (device, stream), grown when too small (the kernel leaves its counters at zero,
     so one launch after another on a stream can share them). While the stream is being
-    captured into a graph, a fresh pair from the graph's pool, zeroed inside the graph.
-    NOTE: on every split-K call: the kept pair's addresses and sizes are plain ints, read
-    without a tensor call (four such calls cost ~2 us on the lent host)."""
+    captured into a graph, a fresh pair from the graph's pool, zeroed inside the graph."""
     if _capturing():
         workspace = torch.empty(floats, dtype=torch.float32, device=device_index)
         zeros = torch.zeros(counters, dtype=torch.int32, device=device_index)
         return workspace.data_ptr(), zeros.data_ptr()
     key = (device_index, stream)
     kept = _workspaces.get(key)
-    if kept is None or kept[4] < floats or kept[5] < counters:
-        floats, counters = max(floats, kept[4] if kept else 0), max(counters, kept[5] if kept else 0)
-        workspace = torch.empty(floats, dtype=torch.float32, device=device_index)
+    if kept is None or kept.floats < floats or kept.slots < counters:
+        if kept is not None:
+            floats, counters = max(floats, kept.floats), max(counters, kept.slots)
+        partials = torch.empty(floats, dtype=torch.float32, device=device_index)
         zeros = torch.zeros(counters, dtype=torch.int32, device=device_index)
-        kept = _workspaces[key] = (workspace, zeros, workspace.data_ptr(), zeros.data_ptr(), floats, counters)
-    return kept[2], kept[3]
+        kept = _workspaces[key] = _Workspace(partials, zeros, partials.data_ptr(), zeros.data_ptr(), floats, counters)
+    return kept.partials_ptr, kept.counters_ptr
 
 
 _loaded: dict[tuple, cuda.Function] = {}
