@@ -141,3 +141,38 @@ def test_sm90_clusters_cut_k_rows_so_any_number_of_b_boxes_splits():
     odd = replace(spec.config("128x256c2"), name="odd", block_n=192, warp_n=192)
     assert configs.problems(odd, spec, arch.offline("sm_90a")) == []
     assert configs.problems(replace(odd, cluster_m=4, cluster_n=2), spec, arch.offline("sm_90a")) == []
+
+
+@pytest.mark.parametrize("change, message", [
+    (dict(warp_n=128, block_n=256), r"a swap-AB consumer's slice is 8, 16, 32 or 64 rows x 64 columns of C"),
+    (dict(warp_m=24, block_m=24), r"8, 16, 32 or 64 rows"),
+    (dict(pingpong=1), r"\(cooperative consumers\): warp tile 16x64, pingpong 1"),
+    (dict(block_m=32, warp_m=32, block_n=64, threads=256), "1 consumer warpgroups; the kernel's register split assumes 2"),
+    (dict(cluster_n=4), "block_m 16 / cluster_n 4 is not whole 8-row swizzle atoms"),
+])
+def test_sm90_swap_ab_rules(change, message):
+    spec = registry.SM90_GEMM
+    with pytest.raises(ConfigError, match=message):
+        configs.validate(replace(spec.config("16x128s"), **change), spec, arch.offline("sm_90a"))
+
+
+def test_swap_ab_is_a_flag_of_the_kernels_that_have_it(tmp_path):
+    # The MMA's M runs along C's columns: the warp tile is checked against the swapped shape.
+    sm90 = registry.SM90_GEMM
+    swapped = sm90.config("16x128s")
+    assert swapped.swap_ab == 1 and "swap-AB" in swapped.describe()
+    assert configs.validate(swapped, sm90, arch.offline("sm_90a")) is swapped
+    assert sm90.defines(swapped)["ZOO_SWAP_AB"] == 1
+    assert "ZOO_SWAP_AB" not in sm90.defines(sm90.config("128x128"))
+    for other in (registry.SM90_TF32, registry.SM90_CONV):
+        with pytest.raises(ConfigError, match=f"{other.name} has no swap-AB variant"):
+            configs.validate(replace(swapped, block_k=other.configs[0].block_k), other, arch.offline("sm_90a"))
+    with pytest.raises(ConfigError, match="sm75_hgemm_wmma has no swap-AB variant"):
+        configs.validate(replace(GOOD, swap_ab=1), SPEC, arch.offline("sm_90a"))
+    p = write(tmp_path, "configs:\n  t: {block_m: 64, block_n: 64, block_k: 32, warp_m: 32, warp_n: 32, stages: 2, threads: 128, swap_ab: 2}\n")
+    with pytest.raises(ConfigError, match="swap_ab=2 must be 0 or 1"):
+        configs.load(p)
+    # C's TMA box is a consumer's rows when fewer than 64: a box must not reach the next tile.
+    assert sm90.tma_boxes(swapped, 2) == ((16, 64), (64, 64), (16, 64))
+    assert sm90.tma_boxes(sm90.config("64x64s"), 4) == ((64, 64), (64, 64), (32, 32))
+    assert sm90.tma_boxes(sm90.config("128x128"), 2)[2] == (64, 64)

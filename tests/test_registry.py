@@ -124,6 +124,25 @@ def test_wave_cost_prefers_the_listed_tile_unless_a_later_one_fills_the_gpu():
     assert registry.pick_config(registry.SM80_GEMM, arch.offline("sm_80"), Problem(4096, 4096, 4096)).name == "256x128"
 
 
+def test_swap_ab_tiles_only_where_they_measured_faster():
+    spec = registry.SM90_GEMM
+    # Never by wave cost alone: 16-row tiles would win every grid under a wave on paper.
+    for shape in ((64, 4096, 4096), (128, 4096, 4096), (128, 11008, 4096), (1024, 1024, 1024), (4096, 4096, 4096)):
+        assert not registry.pick_config(spec, H100, Problem(*shape)).swap_ab, shape
+    # M of at most SWAP_AB_MAX_M rows: the shortest swap tile that holds them.
+    for m in (1, 8, registry.SWAP_AB_MAX_M):
+        assert registry.pick_config(spec, H100, Problem(m, 4096, 4096)).name == "16x128s"
+    assert not registry.pick_config(spec, H100, Problem(registry.SWAP_AB_MAX_M + 1, 4096, 4096)).swap_ab
+    # Under half a wave with K too shallow to split: the swap tile of least wave cost (first listed).
+    for n in (256, 512):
+        assert registry.pick_config(spec, H100, Problem(n, n, n)).name == "32x64s"
+    # A K deep enough to split the listed tile keeps it (split-K fills the SMs instead).
+    assert not registry.pick_config(spec, H100, Problem(512, 512, 8192)).swap_ab
+    # Grouped launches (zoo.bmm) keep the wave-cost choice.
+    group = (Problem(16, 4096, 4096),) * 4
+    assert not registry.pick_config(spec, H100, group[0], group).swap_ab
+
+
 def test_b_rows_off_32_byte_sectors_take_the_configs_cluster_twin():
     spec = registry.SM90_GEMM
     # 3000 fp16 columns: 6000-byte rows, 16 bytes off a sector; 384 tiles of 128x192 fill a wave.

@@ -43,6 +43,7 @@ class TileConfig:
     cluster_m: int = 1  # thread-block cluster: CTAs along M (a column of tiles sharing B by TMA multicast)
     cluster_n: int = 1  # and along N (a row of tiles sharing A)
     pingpong: int = 0  # 1: two consumer warpgroups own whole tiles and take them in turn (sm90)
+    swap_ab: int = 0  # 1: the MMA computes C^T = B^T A^T, its M along C's columns (sm90, skinny M)
 
     @property
     def warps(self) -> int:
@@ -59,12 +60,13 @@ class TileConfig:
         return (f"{self.block_m}x{self.block_n}x{self.block_k}, warp {self.warp_m}x{self.warp_n}, "
                 f"{self.threads} thr, {self.stages} stages"
                 + (f", cluster {self.cluster_m}x{self.cluster_n}" if self.cluster_size > 1 else "")
-                + (", ping-pong consumers" if self.pingpong else ""))
+                + (", ping-pong consumers" if self.pingpong else "")
+                + (", swap-AB (C^T tiles)" if self.swap_ab else ""))
 
 
 _INT_FIELDS = tuple(f.name for f in fields(TileConfig) if f.name != "name")
-_REQUIRED = tuple(f.name for f in fields(TileConfig) if f.name not in ("name", "group_m", "cluster_m", "cluster_n", "pingpong"))
-_FLAGS = ("pingpong",)  # 0 or 1
+_FLAGS = ("pingpong", "swap_ab")  # 0 or 1
+_REQUIRED = tuple(f.name for f in fields(TileConfig) if f.name not in ("name", "group_m", "cluster_m", "cluster_n") + _FLAGS)
 
 
 def parse(name: str, raw: object, origin: str = "config") -> TileConfig:
@@ -101,6 +103,8 @@ def problems(config: TileConfig, kernel: "KernelSpec", limits: "ArchLimits") -> 
     """Every reason `config` cannot run `kernel` on `limits`' arch (empty when it can)."""
     c, out = config, []
     mma_m, mma_n, mma_k = kernel.mma_shape
+    if c.swap_ab:  # the MMA's M runs along C's columns, its N along C's rows
+        mma_m, mma_n = mma_n, mma_m
     if c.block_m % c.warp_m or c.block_n % c.warp_n:
         out.append(f"block {c.block_m}x{c.block_n} is not a whole number of {c.warp_m}x{c.warp_n} warp tiles")
     if c.warp_m % mma_m or c.warp_n % mma_n:
@@ -120,6 +124,8 @@ def problems(config: TileConfig, kernel: "KernelSpec", limits: "ArchLimits") -> 
             out.append(f"{field} {size} not supported by {kernel.name} (supports {list(kernel.cluster_sizes)})")
     if c.pingpong and not kernel.pingpong:
         out.append(f"{kernel.name} has no ping-pong consumers (pingpong must be 0)")
+    if c.swap_ab and not kernel.swap_ab:
+        out.append(f"{kernel.name} has no swap-AB variant (swap_ab must be 0)")
     if out:  # the kernel's own rules and its smem formula assume the tiling above holds
         return out
     out += kernel.rules(c)

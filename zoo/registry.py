@@ -82,6 +82,12 @@ def eligible(cc: tuple[int, int], problem: Problem | None = None, op: str = "gem
     return sorted(found, key=lambda k: (k.exact_cc or k.min_cc), reverse=True)
 
 
+# Swap-AB tiles (C^T = B^T A^T, as few as 8 rows of C; zoo/specs/sm90_wgmma.py) measured on an
+# H100 against the other tiles (NOTES.md, "Swap-AB tiles"): they won at M = 1 and 16 against
+# 4096-wide weights and on 256^3 and 512^3 (grids under half a wave that K is too shallow to
+# split), and lost at M = 64 and 128 (their B tiles are re-read per 16 or 32 rows).
+SWAP_AB_MAX_M = 16
+
 MIN_RESIDENT_WARPS = 8  # fewer warps per SM leave the register-prefetch pipeline's latency exposed
 WAVE_SLACK = 0.25  # later configs are less efficient per tile (measured): one must save this much
 
@@ -123,15 +129,36 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
     valid = [c for c in spec.configs if not cfgs.problems(c, spec, limits)]
     if not valid:
         raise ZooError(f"no config of {spec.name} fits {limits.part} ({limits.arch})")
+    swapped = [c for c in valid if c.swap_ab]
+    valid = [c for c in valid if not c.swap_ab] or swapped
     preferred = [c for c in valid if resident_warps(spec, c, limits) >= MIN_RESIDENT_WARPS] or valid
     costs = {c: wave_cost(spec, c, limits, problem, sum(c.tiles(p.m, p.n) for p in group) if group else None)
              for c in preferred}
     cheapest = min(costs.values())
     chosen = next(c for c in preferred if costs[c] <= cheapest * (1 + WAVE_SLACK))
-    if spec.tma_boxes and not group and b_rows_off_sectors(problem) and problem.m > chosen.block_m and \
+    if swapped and not group and not chosen.swap_ab:
+        chosen = swap_ab_choice(spec, swapped, limits, problem, chosen)
+    if spec.tma_boxes and not chosen.swap_ab and not group and b_rows_off_sectors(problem) and problem.m > chosen.block_m and \
             2 * chosen.tiles(problem.m, problem.n) >= limits.sm_count:
         return next((c for c in valid if c.cluster_m == 2 and c.cluster_n == 1 and
                      replace(c, name=chosen.name, cluster_m=chosen.cluster_m) == chosen), chosen)
+    return chosen
+
+
+def swap_ab_choice(spec: KernelSpec, swapped: list[cfgs.TileConfig], limits: ArchLimits, problem: Problem,
+                   chosen: cfgs.TileConfig) -> cfgs.TileConfig:
+    """A swap-AB tile instead of `chosen` for one GEMM where they measured faster (SWAP_AB_MAX_M):
+    an M of at most SWAP_AB_MAX_M rows gets the shortest swap tile that holds them (no MMA on
+    rows past M); a grid of `chosen` under half a wave whose K is too shallow to split gets the
+    swap tile of the least wave cost (the first listed among equals): more, smaller tiles."""
+    m, n, k = problem.m, problem.n, problem.k
+    if m <= SWAP_AB_MAX_M:
+        holding = [c for c in swapped if c.block_m >= m]
+        return min(holding, key=lambda c: c.block_m) if holding else chosen
+    if 2 * chosen.tiles(m, n) < limits.sm_count and \
+            split_k(spec, chosen, m, n, k, limits.sm_count // chosen.cluster_size) == 1:
+        costs = [wave_cost(spec, c, limits, problem) for c in swapped]
+        return swapped[costs.index(min(costs))]
     return chosen
 
 

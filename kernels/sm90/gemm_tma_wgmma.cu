@@ -87,6 +87,9 @@
 #ifndef ZOO_PINGPONG
 #define ZOO_PINGPONG 0
 #endif
+#ifndef ZOO_SWAP_AB
+#define ZOO_SWAP_AB 0
+#endif
 
 namespace zoo_sm90 {
 
@@ -102,9 +105,16 @@ constexpr bool TF32 = true;
 #else
 constexpr bool TF32 = false;
 #endif
+// ZOO_SWAP_AB (configs with swap_ab: 1) computes the transposed tile too, for skinny M and
+// small problems: wgmma's M (64, fixed) runs along C's columns and its N (8-64) along C's
+// rows, so a tile may be as few as 8 rows of C. Both operands stay in shared memory as the
+// producer loads them: the B stage (N-major boxes) is wgmma's A, read transposed; the A
+// stage (K-major rows) is wgmma's B. A consumer's slice is WG_M rows x 64 columns of C.
+constexpr bool SWAP_AB = ZOO_SWAP_AB != 0;
+constexpr bool TRANSPOSED = TF32 || SWAP_AB;        // accumulator rows are C columns
 constexpr int IN_BYTES = TF32 ? 4 : 2;              // fp32 inputs, or fp16 / bf16
 constexpr int MMA_K = 32 / IN_BYTES;                // one wgmma covers 32 bytes of K (k16 / k8)
-constexpr int MMA_N = TF32 ? WG_M : WG_N;           // wgmma N: C columns, or C rows for TF32
+constexpr int MMA_N = TRANSPOSED ? WG_M : WG_N;     // wgmma N: C columns, or C rows transposed
 constexpr int ACC_REGS = MMA_N / 2;                 // fp32 accumulators of one wgmma (64 x MMA_N / 128)
 constexpr int CLUSTER_M = ZOO_CLUSTER_M;  // CTAs of a cluster along M (a column of tiles, sharing B)
 constexpr int CLUSTER_N = ZOO_CLUSTER_N;  // and along N (a row of tiles, sharing A)
@@ -113,7 +123,7 @@ constexpr int CLUSTER = CLUSTER_M * CLUSTER_N;
 // tiles in turn, so one's epilogue and the start of its next tile run under the other's
 // MMAs. Else the consumers split every tile between them (cooperative).
 constexpr bool PINGPONG = ZOO_PINGPONG != 0;
-constexpr int M_SUBS = TF32 ? 1 : WG_M / 64;        // wgmma m64 row blocks of a consumer's slice
+constexpr int M_SUBS = TRANSPOSED ? 1 : WG_M / 64;  // wgmma m64 row blocks of a consumer's slice
 constexpr int SLICES = (BM / WG_M) * (BN / WG_N);   // consumer slices per tile
 constexpr int CONSUMERS = PINGPONG ? 2 : SLICES;
 constexpr int WG_THREADS = 128;
@@ -147,10 +157,17 @@ constexpr int CONSUMER_REGS_FREE =
 constexpr int CONSUMER_REGS = CONSUMER_REGS_FREE < 256 ? CONSUMER_REGS_FREE : 256;
 
 static_assert(BK == BOX_COLS, "a K-tile of A is one 128-byte swizzled row per M row");
-static_assert((TF32 ? WG_N : WG_M) == 64 || (!TF32 && WG_M == 128),
+static_assert((TRANSPOSED ? WG_N : WG_M) == 64 || (!TRANSPOSED && WG_M == 128),
               "a consumer warpgroup issues wgmma m64 (or two row blocks of it)");
 static_assert(!PINGPONG || SLICES == 1, "ping-pong consumers own whole tiles");
-static_assert(MMA_N == 128 || MMA_N == 192 || MMA_N == 256, "wgmma wrappers exist for N = 128, 192 and 256");
+static_assert(SWAP_AB ? (MMA_N % 8 == 0 && MMA_N <= 64 && !TF32 && !PINGPONG)
+                      : (MMA_N == 128 || MMA_N == 192 || MMA_N == 256),
+              "wgmma wrappers exist for N = 128, 192 and 256 (swap-AB: 8-64; cooperative consumers)");
+#ifdef ZOO_B_K_MAJOR
+static_assert(!SWAP_AB, "swap-AB reads B N-major as wgmma's transposed A");
+#endif
+// Epilogue chunk: C rows per staged box (the host's C map box rows, zoo/specs/sm90_wgmma.py).
+constexpr int C_BOX_ROWS = TRANSPOSED && WG_M < 64 ? WG_M : 64;
 static_assert(BM % WG_M == 0 && BN % WG_N == 0 && BN % BOX_COLS == 0, "tile must split");
 static_assert(BM <= 256 && BK <= 256, "TMA box dimensions are at most 256");
 static_assert(CONSUMERS >= 1 && CONSUMERS <= 3, "one producer and 1-3 consumer warpgroups");
@@ -358,7 +375,7 @@ __device__ __forceinline__ bool split_k_reduce(float (&acc)[M_SUBS][ACC_REGS], c
   // Row blocks wholly past M are neither stored nor read: a skinny M (16 rows of a 128-row
   // tile) moves a fraction of the partials.
   const int row0 = w.tile_m * BM + (slice % (BM / WG_M)) * WG_M + (t / 32) * 16 + (t % 32) / 4;
-  auto live = [&](int s) { return TF32 || row0 + 64 * s < w.g.M; };
+  auto live = [&](int s) { return TRANSPOSED || row0 + 64 * s < w.g.M; };
   // Tiles counted with the stacks' dummies past M and N.
   const int tiles_m = zoo::ceil_div(zoo::ceil_div(w.g.M, BM), CLUSTER_M) * CLUSTER_M;
   const int tiles_n = zoo::ceil_div(zoo::ceil_div(w.g.N, BN), CLUSTER_N) * CLUSTER_N;
@@ -408,8 +425,10 @@ __device__ __forceinline__ void release(unsigned empty_bar, int lane) {
   }
 }
 
-// ---- TF32 (transposed) helpers. A consumer's accumulator rows are C columns, its columns C
-// rows. Row r = 16 warp + 8 h + g of the wgmma A operand (g = lane / 4) is C column n_local(r) of
+// ---- Transposed-tile helpers (TF32, swap-AB). A consumer's accumulator rows are C columns,
+// its columns C rows: acc[4 j + 2 h + e] is C row 8 j + 2 (lane % 4) + e of the slice, C column
+// transposed_column(warp, h, lane / 4).
+// TF32: row r = 16 warp + 8 h + g of the wgmma A operand (g = lane / 4) is C column n_local(r) of
 // the slice: group q = 2 warp + h covers 128-byte box q / 4 and 16-byte chunks q % 4 and q % 4 + 4
 // (word g % 4 of each). One fragment load reads 8 columns g at each of 4 k rows (k = t or t + 4,
 // t = lane % 4); the swizzle XORs the chunk with k, so the 32 lanes hit 32 different banks.
@@ -417,30 +436,55 @@ __device__ __forceinline__ int tf32_column(int warp, int h, int g) {
   const int q = 2 * warp + h;
   return (q / 4) * BOX_COLS + 4 * (q % 4 + 4 * (g / 4)) + g % 4;
 }
+// Swap-AB: wgmma reads the B stage's columns in order, so A-operand row r is C column r.
+__device__ __forceinline__ int transposed_column(int warp, int h, int g) {
+  return TF32 ? tf32_column(warp, h, g) : 16 * warp + 8 * h + g;
+}
 
-// Epilogue of the transposed tile through TMA: chunks of 64 C rows x 64 columns (two 128-byte
-// boxes), written as single floats into the swizzled staging boxes, then stored by the leader.
+// One output element into shared memory, converted to C's type.
+__device__ __forceinline__ void st_shared_one(unsigned addr, float x, float*) {
+  asm volatile("st.shared.f32 [%0], %1;" ::"r"(addr), "f"(x) : "memory");
+}
+__device__ __forceinline__ void st_shared_one(unsigned addr, float x, half*) {
+  asm volatile("st.shared.b16 [%0], %1;" ::"r"(addr), "h"(__half_as_ushort(__float2half_rn(x))) : "memory");
+}
+__device__ __forceinline__ void st_shared_one(unsigned addr, float x, __nv_bfloat16*) {
+  asm volatile("st.shared.b16 [%0], %1;" ::"r"(addr), "h"(__bfloat16_as_ushort(__float2bfloat16_rn(x))) : "memory");
+}
+__device__ __forceinline__ float to_out(float x, float*) { return x; }
+__device__ __forceinline__ half to_out(float x, half*) { return __float2half_rn(x); }
+__device__ __forceinline__ __nv_bfloat16 to_out(float x, __nv_bfloat16*) { return __float2bfloat16_rn(x); }
+
+// Epilogue of the transposed tile through TMA: chunks of C_BOX_ROWS C rows x the slice's 64
+// columns (one 128-byte box of 16-bit C, two of fp32), written element by element into the
+// swizzled staging boxes (a warp's stores land in distinct 16-byte chunks of 4 or 8 rows: no
+// bank conflicts), then stored by the leader.
+template <typename OutT>
 __device__ __forceinline__ void store_tile_tma_transposed(const float (&acc)[ACC_REGS], unsigned buf,
                                                           const TensorMap* tmap_c, int row0, int col0,
                                                           int matrix, int consumer, int warp, int lane) {
-  static_assert(!TF32 || (WG_N == EPI_BOXES * BOX_COLS && WG_M % 64 == 0), "a chunk is 64 rows x the slice");
+  constexpr int BOX_COLS_C = SWIZZLE_BYTES / sizeof(OutT), PER_CHUNK = 16 / sizeof(OutT);
+  constexpr int BOXES = WG_N / BOX_COLS_C;
+  static_assert(!TRANSPOSED || (WG_N == 64 && BOXES <= EPI_BOXES && WG_M % C_BOX_ROWS == 0),
+                "a chunk is C_BOX_ROWS rows x the slice's 64 columns");
   const bool leader = threadIdx.x % WG_THREADS == 0;
   const int g = lane / 4, t = lane % 4;
 #pragma unroll
-  for (int q = 0; q < WG_M / 64; ++q) {
+  for (int q = 0; q < WG_M / C_BOX_ROWS; ++q) {
     if (leader) bulk_wait_read<0>();
     named_barrier(1 + consumer, WG_THREADS);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int n = tf32_column(warp, h, g);
-      const unsigned box = buf + (n / BOX_COLS) * EPI_BOX_BYTES;
+      const int n = transposed_column(warp, h, g), nn = n % BOX_COLS_C;
+      const unsigned box = buf + (n / BOX_COLS_C) * EPI_BOX_BYTES;
 #pragma unroll
-      for (int jj = 0; jj < 8; ++jj) {
+      for (int jj = 0; jj < C_BOX_ROWS / 8; ++jj) {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           const int r = 8 * jj + 2 * t + e;  // C row within the chunk
-          const unsigned addr = box + r * SWIZZLE_BYTES + ((((n % BOX_COLS) / 4) ^ (r % 8)) << 4) + 4 * (n % 4);
-          asm volatile("st.shared.f32 [%0], %1;" ::"r"(addr), "f"(acc[4 * (8 * q + jj) + 2 * h + e]) : "memory");
+          const unsigned addr = box + r * SWIZZLE_BYTES + (((nn / PER_CHUNK) ^ (r % 8)) << 4) +
+                                sizeof(OutT) * (nn % PER_CHUNK);
+          st_shared_one(addr, acc[4 * ((C_BOX_ROWS / 8) * q + jj) + 2 * h + e], static_cast<OutT*>(nullptr));
         }
       }
     }
@@ -448,8 +492,8 @@ __device__ __forceinline__ void store_tile_tma_transposed(const float (&acc)[ACC
     named_barrier(1 + consumer, WG_THREADS);
     if (leader) {
 #pragma unroll
-      for (int b = 0; b < EPI_BOXES; ++b)
-        tma_store_3d(tmap_c, buf + b * EPI_BOX_BYTES, col0 + b * BOX_COLS, row0 + 64 * q, matrix);
+      for (int b = 0; b < BOXES; ++b)
+        tma_store_3d(tmap_c, buf + b * EPI_BOX_BYTES, col0 + b * BOX_COLS_C, row0 + C_BOX_ROWS * q, matrix);
       bulk_commit();
     }
   }
@@ -471,6 +515,27 @@ __device__ __forceinline__ void zero_accumulators(float (&acc)[R][N]) {
     for (int i = 0; i < N; ++i) acc[r][i] = 0.f;
 }
 
+// One k16 step of a consumer's slice from stage descriptors a (A rows) and b (B columns): a
+// wgmma per 64-row block of A, or for swap-AB one with the operands' roles swapped (C^T =
+// B^T A^T). N, the accumulators per thread, keeps the wrapper that is not built unnamed.
+template <bool BF16, int R, int N>
+__device__ __forceinline__ void mma_step(float (&acc)[R][N], unsigned long long a, unsigned long long b,
+                                         int accumulate) {
+  if constexpr (SWAP_AB) {
+    WgmmaSwapAB<2 * N, BF16>::mma(acc[0], b, a, accumulate);
+  } else {
+#pragma unroll
+    for (int s = 0; s < R; ++s)  // row block s: 64 rows (64 x 128 B) further into A
+      Wgmma<2 * N, BF16>::mma(acc[s], a + s * (64 * SWIZZLE_BYTES >> 4), b, accumulate);
+  }
+}
+// TF32: one k8 step, A's fragment from registers.
+template <int N>
+__device__ __forceinline__ void mma_tf32(float (&acc)[N], const unsigned (&frag)[4], unsigned long long b,
+                                         int accumulate) {
+  WgmmaTf32<2 * N>::mma(acc, frag, b, accumulate);
+}
+
 // Hardware barriers 1..CONSUMERS: one consumer warpgroup's own steps; the next two: the
 // ping-pong consumers' turns (bar ORDER_BARRIER + c: consumer c may issue its MMAs).
 constexpr int ORDER_BARRIER = 1 + CONSUMERS;
@@ -490,6 +555,8 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
   // Descriptors of stage 0 for this warpgroup's slice; a stage, a k step and a B box are
   // byte offsets added to the start-address field (>> 4).
   // A: K-major, 8-row groups 1024 B apart (SBO); LBO unused with a swizzle this wide.
+  // Swap-AB uses the same two descriptors with the roles swapped: A's is wgmma's B operand
+  // (WG_M rows, K-major), B's box wg_n0 / 64 is wgmma's A operand (64 columns, N-major).
   const unsigned long long desc_a0 = sw128_descriptor(a_smem + wg_m0 * SWIZZLE_BYTES, 16, ATOM_BYTES);
 #ifdef ZOO_B_K_MAJOR
   // B (a convolution's weights): K-major like A, BN rows of 128 B, 8-row groups 1024 B apart.
@@ -558,7 +625,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
           frag[ks][3] = round_to_tf32(ld_shared_u32(b_stage + frag_off[1][1]));
           wgmma_fence();
           const unsigned long long a = desc_a0 + ((stage * A_STAGE_BYTES + ks * 32) >> 4);
-          WgmmaTf32<MMA_N>::mma(acc[0], frag[ks], a, (kt > w.kt_begin || ks > 0) ? 1 : 0);
+          mma_tf32(acc[0], frag[ks], a, (kt > w.kt_begin || ks > 0) ? 1 : 0);
           wgmma_commit();
         }
         fence_accumulators(acc[0]);
@@ -568,10 +635,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
         for (int ks = 0; ks < K_STEPS; ++ks) {
           const unsigned long long a = desc_a0 + ((stage * A_STAGE_BYTES + ks * 32) >> 4);
           const unsigned long long b = desc_b0 + ((stage * B_STAGE_BYTES + ks * B_K_STEP_BYTES) >> 4);
-#pragma unroll
-          for (int s = 0; s < M_SUBS; ++s)  // row block s: 64 rows (64 x 128 B) further into A
-            Wgmma<MMA_N, BF16>::mma(acc[s], a + s * (64 * SWIZZLE_BYTES >> 4), b,
-                                    (kt > w.kt_begin || ks > 0) ? 1 : 0);
+          mma_step<BF16>(acc, a, b, (kt > w.kt_begin || ks > 0) ? 1 : 0);
         }
         wgmma_commit();
         // This K-tile's MMAs stay in flight; the previous one's are done, so its stage is free.
@@ -599,8 +663,8 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       }
       c_tma_used = true;
       const unsigned buf = epi_smem + consumer * EPI_BOXES * EPI_BOX_BYTES;
-      if constexpr (TF32) {
-        store_tile_tma_transposed(acc[0], buf, w.g.c, tile_m * BM + wg_m0, tile_n * BN + wg_n0, w.matrix,
+      if constexpr (TRANSPOSED) {
+        store_tile_tma_transposed<OutT>(acc[0], buf, w.g.c, tile_m * BM + wg_m0, tile_n * BN + wg_n0, w.matrix,
                                   consumer, warp, lane);
       } else {
 #pragma unroll
@@ -612,19 +676,19 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
     }
     const int M = w.g.M, N = w.g.N, ldc = w.g.ldc;
     OutT* const C = w.g.C + w.matrix * w.g.c_batch;
-    if constexpr (TF32) {
+    if constexpr (TRANSPOSED) {
       // C that TMA cannot address: element stores from the transposed accumulator layout
-      // (thread rows are C columns tf32_column(..), its columns C rows 2 (lane % 4) + 8 j, +1).
+      // (thread rows are C columns transposed_column(..), its columns C rows 2 (lane % 4) + 8 j, +1).
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int col = tile_n * BN + wg_n0 + tf32_column(warp, h, lane / 4);
+        const int col = tile_n * BN + wg_n0 + transposed_column(warp, h, lane / 4);
         if (col >= N) continue;
 #pragma unroll
         for (int j = 0; j < MMA_N / 8; ++j)
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             const int row = tile_m * BM + wg_m0 + 8 * j + 2 * (lane % 4) + e;
-            if (row < M) C[static_cast<long long>(row) * ldc + col] = acc[0][4 * j + 2 * h + e];
+            if (row < M) C[static_cast<long long>(row) * ldc + col] = to_out(acc[0][4 * j + 2 * h + e], C);
           }
       }
       continue;
@@ -873,7 +937,7 @@ static int launch(Kernel kernel, const T* A, const T* B, OutT* C, int M, int N, 
   const int c_tma = reinterpret_cast<uintptr_t>(C) % 16 == 0 && (static_cast<long long>(N) * sizeof(OutT)) % 16 == 0;
   std::memset(&map_c, 0, sizeof(map_c));
   if (!rc && c_tma)
-    rc = encode(&map_c, tma_type<OutT>(), C, M, N, sizeof(OutT), 64, SWIZZLE_BYTES / static_cast<int>(sizeof(OutT)));  // one staging box
+    rc = encode(&map_c, tma_type<OutT>(), C, M, N, sizeof(OutT), C_BOX_ROWS, SWIZZLE_BYTES / static_cast<int>(sizeof(OutT)));  // one staging box
   if (rc) return rc;
   int device = 0, sms = 0;
   ZOO_CUDA_CHECK(cudaGetDevice(&device));

@@ -313,6 +313,77 @@ struct Wgmma<128, BF16> {
   }
 };
 
+// Swap-AB: D(64xN, f32) (+)= A(64x16, M-major: imm-trans-a = 1) * B(16xN, K-major: imm-trans-b
+// = 0), both from shared memory, N = 8..64: A is a 64-column box of the GEMM's B stage, B the
+// GEMM's A rows, so D is a transposed slice of C with as few as 8 of its rows.
+#define ZOO_WGMMA_SWAP_AB(N, REGS, ACC, TYPE, DA, DB, SCALE)                                \
+  asm volatile(                                                                             \
+      "{ .reg .pred p;\n"                                                                   \
+      "  setp.ne.b32 p, %" #SCALE ", 0;\n"                                                  \
+      "  wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " {" REGS "},"      \
+      " %" #DA ", %" #DB ", p, 1, 1, 1, 0; }"                                               \
+      : ACC                                                                                 \
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate))
+#define ZOO_ACC4(i) "+f"(d[i + 0]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
+#define ZOO_ACC16 ZOO_ACC8(0), ZOO_ACC8(8)
+#define ZOO_ACC32 ZOO_ACC8(0), ZOO_ACC8(8), ZOO_ACC8(16), ZOO_ACC8(24)
+#define ZOO_REGS4 "%0, %1, %2, %3"
+#define ZOO_REGS8 ZOO_REGS4 ", %4, %5, %6, %7"
+#define ZOO_REGS16 ZOO_REGS8 ", %8, %9, %10, %11, %12, %13, %14, %15"
+#define ZOO_REGS32 \
+  ZOO_REGS16 ", %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+
+template <int N, bool BF16>
+struct WgmmaSwapAB;  // N = 8, 16, 32 or 64 rows of C per warpgroup
+
+template <bool BF16>
+struct WgmmaSwapAB<8, BF16> {
+  static __device__ __forceinline__ void mma(float (&d)[4], unsigned long long desc_a,
+                                             unsigned long long desc_b, int accumulate) {
+    if constexpr (BF16) {
+      ZOO_WGMMA_SWAP_AB(8, ZOO_REGS4, ZOO_ACC4(0), "bf16", 4, 5, 6);
+    } else {
+      ZOO_WGMMA_SWAP_AB(8, ZOO_REGS4, ZOO_ACC4(0), "f16", 4, 5, 6);
+    }
+  }
+};
+
+template <bool BF16>
+struct WgmmaSwapAB<16, BF16> {
+  static __device__ __forceinline__ void mma(float (&d)[8], unsigned long long desc_a,
+                                             unsigned long long desc_b, int accumulate) {
+    if constexpr (BF16) {
+      ZOO_WGMMA_SWAP_AB(16, ZOO_REGS8, ZOO_ACC8(0), "bf16", 8, 9, 10);
+    } else {
+      ZOO_WGMMA_SWAP_AB(16, ZOO_REGS8, ZOO_ACC8(0), "f16", 8, 9, 10);
+    }
+  }
+};
+
+template <bool BF16>
+struct WgmmaSwapAB<32, BF16> {
+  static __device__ __forceinline__ void mma(float (&d)[16], unsigned long long desc_a,
+                                             unsigned long long desc_b, int accumulate) {
+    if constexpr (BF16) {
+      ZOO_WGMMA_SWAP_AB(32, ZOO_REGS16, ZOO_ACC16, "bf16", 16, 17, 18);
+    } else {
+      ZOO_WGMMA_SWAP_AB(32, ZOO_REGS16, ZOO_ACC16, "f16", 16, 17, 18);
+    }
+  }
+};
+
+template <bool BF16>
+struct WgmmaSwapAB<64, BF16> {
+  static __device__ __forceinline__ void mma(float (&d)[32], unsigned long long desc_a,
+                                             unsigned long long desc_b, int accumulate) {
+    if constexpr (BF16) {
+      ZOO_WGMMA_SWAP_AB(64, ZOO_REGS32, ZOO_ACC32, "bf16", 32, 33, 34);
+    } else {
+      ZOO_WGMMA_SWAP_AB(64, ZOO_REGS32, ZOO_ACC32, "f16", 32, 33, 34);
+    }
+  }
+};
+
 // D(64xN, f32) (+)= A(64x8, tf32, registers) * B(8xN, tf32, shared memory, K-major). wgmma
 // reads tf32 only K-major from shared memory; A from registers may come from any layout. The
 // fragment is 4 words per thread: (row g, k t), (g + 8, t), (g, t + 4), (g + 8, t + 4) of the

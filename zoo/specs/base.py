@@ -47,6 +47,7 @@ class KernelSpec:
     persistent: bool = False             # a grid of as many blocks as fit at once, looping over tiles
     cluster_sizes: tuple[int, ...] = (1,)  # thread-block cluster sizes it supports (along M, and along N)
     pingpong: bool = False               # configs may set pingpong: consumers take whole tiles in turn
+    swap_ab: bool = False                # configs may set swap_ab: the MMA computes C^T tiles
     split_k: bool = False                # can cut K into units reduced through a workspace
     pipeline: str = ""                   # how K-tiles are staged; {stages} and {ahead} filled per config
     # Host launchers of an nvcc build (zoo export): (input dtype, output dtype) -> extern "C"
@@ -95,6 +96,7 @@ class KernelSpec:
                 "ZOO_WARP_M": c.warp_m, "ZOO_WARP_N": c.warp_n, "ZOO_STAGES": c.stages,
                 "ZOO_GROUP_M": c.group_m, "ZOO_CLUSTER_M": c.cluster_m, "ZOO_CLUSTER_N": c.cluster_n,
                 "ZOO_SMEM_BYTES": self.smem_bytes(c), **({"ZOO_PINGPONG": 1} if c.pingpong else {}),
+                **({"ZOO_SWAP_AB": 1} if c.swap_ab else {}),
                 **self.extra_defines}
 
     def grid(self, c: cfgs.TileConfig, m: int, n: int, resident_clusters: int,

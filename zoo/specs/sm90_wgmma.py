@@ -14,6 +14,7 @@ from .base import KernelSpec
 SM90_THREADS_PER_WARPGROUP = 128
 SM90_PRODUCER_REGS = 40       # PRODUCER_REGS in kernels/sm90/gemm_tma_wgmma.cu
 TMA_SWIZZLE_COLS = 64         # 16-bit elements in one 128-byte swizzled row
+SWAP_AB_ROWS = (8, 16, 32, 64)  # wgmma N of the swap-AB wrappers (WgmmaSwapAB): C rows per consumer
 
 
 def _sm90_consumers(c: cfgs.TileConfig) -> int:
@@ -61,13 +62,19 @@ def _sm90_rules(c: cfgs.TileConfig) -> list[str]:
     out = []
     if c.block_k != TMA_SWIZZLE_COLS:
         out.append(f"block_k {c.block_k} must be {TMA_SWIZZLE_COLS}: one 128-byte swizzled row of A per K-tile")
-    if c.pingpong:
+    if c.swap_ab:
+        # wgmma's M (64) runs along C's columns, its N (the warp tile's rows) along C's rows.
+        if c.warp_n != TMA_SWIZZLE_COLS or c.warp_m not in SWAP_AB_ROWS or c.pingpong:
+            out.append(f"a swap-AB consumer's slice is 8, 16, 32 or 64 rows x {TMA_SWIZZLE_COLS} columns of C "
+                       f"(cooperative consumers): warp tile {c.warp_m}x{c.warp_n}"
+                       + (", pingpong 1" if c.pingpong else ""))
+    elif c.pingpong:
         if (c.warp_m, c.warp_n) != (c.block_m, c.block_n) or c.warp_m not in (64, 128):
             out.append(f"a ping-pong consumer owns the whole tile: warp tile {c.warp_m}x{c.warp_n} must be "
                        f"the block tile {c.block_m}x{c.block_n}, with block_m 64 or 128 (one or two wgmma m64)")
     elif c.warp_m not in (64, 128):
         out.append(f"warp_m {c.warp_m} must be 64 or 128: a consumer warpgroup issues one or two wgmma m64")
-    if c.warp_n not in (128, 192, 256):
+    if c.warp_n not in (128, 192, 256) and not c.swap_ab:
         out.append(f"warp_n {c.warp_n} must be 128, 192 or 256 (the wgmma N the kernel instantiates)")
     if c.block_n % TMA_SWIZZLE_COLS:
         out.append(f"block_n {c.block_n} must be a multiple of {TMA_SWIZZLE_COLS} (whole 128-byte B boxes)")
@@ -77,7 +84,11 @@ def _sm90_rules(c: cfgs.TileConfig) -> list[str]:
         out.append(f"cluster {c.cluster_m}x{c.cluster_n} has more than {SM90_MAX_CLUSTER} CTAs (the portable cluster size)")
     if c.block_m > 256:
         out.append(f"block_m {c.block_m} > 256, the largest TMA box dimension")
-    return out + _sm90_register_rules(c, c.warp_m // 64 * c.warp_n // 2, 40, "fp32 accumulators")
+    if (c.block_m // c.cluster_n) % 8:
+        out.append(f"block_m {c.block_m} / cluster_n {c.cluster_n} is not whole 8-row swizzle atoms "
+                   "(each CTA multicasts its share of A's rows)")
+    accumulators = c.warp_m // 2 if c.swap_ab else c.warp_m // 64 * c.warp_n // 2
+    return out + _sm90_register_rules(c, accumulators, 40, "fp32 accumulators")
 
 
 def _sm90_register_rules(c: cfgs.TileConfig, accumulators: int, others: int, what: str) -> list[str]:
@@ -95,9 +106,11 @@ def _sm90_tma_boxes(c: cfgs.TileConfig, out_size: int) -> tuple[tuple[int, int],
     """TMA boxes (rows, cols) of A, B and C: a K-tile is one 128-byte swizzled row (block_k
     elements), so A's box is block_m rows of it and B's block_k rows of 128 bytes, each cut into
     the shares the CTAs of a cluster multicast (1/cluster_n of A's rows, 1/cluster_m of B's);
-    C goes out in boxes of SM90_EPILOGUE_ROWS rows x 128 bytes."""
+    C goes out in boxes of SM90_EPILOGUE_ROWS rows x 128 bytes (C_BOX_ROWS in the kernel), or
+    for swap-AB of a consumer's rows when fewer (a box must not reach the next tile's rows)."""
+    c_rows = min(c.warp_m, SM90_EPILOGUE_ROWS) if c.swap_ab else SM90_EPILOGUE_ROWS
     return ((c.block_m // c.cluster_n, c.block_k), (c.block_k // c.cluster_m, c.block_k),
-            (SM90_EPILOGUE_ROWS, cuda.TMA_SWIZZLE_BYTES // out_size))
+            (c_rows, cuda.TMA_SWIZZLE_BYTES // out_size))
 
 
 SM90_GEMM = KernelSpec(
@@ -119,7 +132,7 @@ SM90_GEMM = KernelSpec(
                     (r"\bHMMA\.", "HMMA (the legacy tensor-core path)")),
     description="TMA + mbarrier ring, warp-specialized producer/consumers, wgmma, persistent",
     thread_layout=_sm90_threads, launch_registers=_sm90_launch_registers, persistent=True,
-    cluster_sizes=(1, 2, 4), split_k=True, pingpong=True,
+    cluster_sizes=(1, 2, 4), split_k=True, pingpong=True, swap_ab=True,
     exports={("float16", "float32"): "zoo_gemm_sm90", ("float16", "float16"): "zoo_gemm_sm90_half",
              ("bfloat16", "float32"): "zoo_gemm_sm90_bf16", ("bfloat16", "bfloat16"): "zoo_gemm_sm90_bf16_bf16"},
     pipeline="{stages}-stage TMA ring with full/empty mbarriers: the producer warpgroup runs up "
@@ -154,7 +167,7 @@ SM90_TF32 = replace(
     mma_shape=(8, 64, 8), smem_bytes=_tf32_smem, rules=_tf32_rules,
     sass_required=((r"\bHGMMA\.\w+\.F32\.TF32\b", "HGMMA .TF32"),) + SM90_GEMM.sass_required[1:],
     description="TF32 wgmma on fp32 data: the sm_90a kernel computing C^T = B^T A^T, B from registers",
-    cluster_sizes=(1,), exports={}, tf32=True, extra_defines={"ZOO_TF32": 1},
+    cluster_sizes=(1,), exports={}, tf32=True, extra_defines={"ZOO_TF32": 1}, swap_ab=False,
 )
 
 
@@ -183,6 +196,7 @@ SM90_CONV = replace(
            ("bfloat16", "bfloat16"): "zoo_conv_sm90_bf16_bf16out",
            ("bfloat16", "float32"): "zoo_conv_sm90_bf16_f32out"},
     rules=_conv_rules, cluster_sizes=(1,), exports={}, extra_defines={"ZOO_CONV": 1, "ZOO_B_K_MAJOR": 1},
+    swap_ab=False,
     op="conv", tma_boxes=_conv_tma_boxes,
     sass_required=((r"\bUTMALDG\.4D\.IM2COL\b", "UTMALDG.4D.IM2COL (TMA im2col loads)"),) + SM90_GEMM.sass_required,
     description="conv2d as implicit GEMM: TMA im2col loads of the NHWC input, the sm_90a wgmma pipeline",
