@@ -69,10 +69,15 @@ def main():
     a = torch.randn(16, 4096, device="cuda", dtype=h)
     b = torch.randn(4096, 4096, device="cuda", dtype=h)
     zoo.mm(a, b)
-    plan = next(iter(gemm._calls.values()))
+    plan = next(p for p in gemm._calls.values() if (p.m, p.n) == (16, 4096))
     c = torch.empty(16, 4096, device="cuda", dtype=h)
     dev = torch.cuda.current_device()
     template = torch.empty((), dtype=h, device=a.device).expand(16, 4096)
+    stream = gemm.current_stream(dev)
+    a_1024 = torch.randn(1024, 1024, device="cuda", dtype=h)
+    zoo.mm(a_1024, a_1024)
+    plan_1024 = next(p for p in gemm._calls.values() if (p.m, p.n) == (1024, 1024))
+    print(f"\nplans: 16x4096x4096 {plan.launch.choice}, 1024^3 {plan_1024.launch.choice}")
     pieces = {
         "torch.empty(16, 4096)": lambda: torch.empty((16, 4096), dtype=h, device=a.device),
         "a.new_empty((16, 4096))": lambda: a.new_empty((16, 4096)),
@@ -84,6 +89,10 @@ def main():
         "cuCtxGetCurrent": cuda.current_context,
         "Launch.fire_at (patch + launch)": lambda: plan.launch.fire_at(a.data_ptr(), b.data_ptr(), c.data_ptr()),
         "Launch.fire (launch)": plan.launch.fire,
+        "  of it: stream capturing? (split-K)": gemm._capturing,
+        "  of it: split_k_workspace": lambda: gemm.split_k_workspace(dev, stream, *plan.launch.split_k),
+        "Launch.fire, no split-K (1024^3)": plan_1024.launch.fire,
+        "increment_version(out)": lambda: torch.autograd.graph.increment_version(c),
         "zoo.mm": lambda: zoo.mm(a, b),
         "torch.mm": lambda: torch.mm(a, b),
     }

@@ -7,8 +7,11 @@ export PYTHONPATH=$PWD ZOO_CACHE_DIR=${ZOO_CACHE_DIR:-/tmp/zoo-cache} PYTHONUNBU
 OUT=${OUT:-/tmp/zoo-out}; mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 python3 -m pytest -m gpu -q -rs tests/test_gpu.py -k "${TESTS:-16x128s or 32x64s or 64x64s or 32x128s or split_k or grouped_launches_every_config}" 2>&1 | tail -8 | tee "$OUT/swap-tests.txt"
-for suite in ${SUITES:-skinny small}; do
-  bin/zoo tune --suite "$suite" --iters 30 --json "$OUT/tune-$suite.json" > "$OUT/tune-$suite.txt" 2>&1
+# SHAPES="MxNxK,...": those shapes instead of the suites.
+if [ -n "${SHAPES:-}" ]; then runs=shapes; else runs=${SUITES:-skinny small}; fi
+for suite in $runs; do
+  what="--suite $suite"; [ "$suite" = shapes ] && what="--shapes $SHAPES"
+  bin/zoo tune $what --iters 30 --json "$OUT/tune-$suite.json" > "$OUT/tune-$suite.txt" 2>&1
   rm -f "$ZOO_CACHE_DIR"/tune-*.json
   python3 - "$OUT/tune-$suite.json" <<'PY'
 import json, sys

@@ -10,6 +10,11 @@
 //   into registers (conflict-free 32-bit loads, rounded to tf32) as wgmma's A operand and
 //   reads the A stage (K-major) as wgmma's B operand; the epilogue writes the transposed
 //   accumulators into the same swizzled C boxes. Same producer, ring, scheduler and split-K.
+//   Built with -DZOO_SWAP_AB (configs with swap_ab: 1, for skinny M and small problems): the
+//   same C^T = B^T A^T with fp16 / bf16 operands both from shared memory as loaded: a B box
+//   (64 columns, N-major) is wgmma's A, read transposed; the A stage's rows (K-major) are its
+//   B, whose N (8-64) runs along C's rows; so a tile may be 16 rows of C. Same transposed
+//   epilogue, with C boxes of a consumer's rows when fewer than 64.
 //   Built with -DZOO_CONV: a convolution as implicit GEMM (zoo.conv2d; entries
 //   zoo_conv_sm90_{f16,bf16}_{f16,bf16,f32}out). tmap_a is then a 4-D im2col map of the NHWC
 //   input (channels per pixel BK, pixels per column BM, the conv stride as element strides,
