@@ -131,6 +131,37 @@ def test_wrong_device_pairs_and_out_are_errors():
         zoo.mm(a, a, out_dtype=torch.float32, out=torch.empty(8, 8, device="cuda", dtype=torch.float16))
 
 
+def test_an_input_on_another_device_never_meets_a_remembered_launch():
+    """A call whose layout was seen before reuses its launch; one whose b is on another device
+    (here the CPU) must still get the clear error, not a launch reading a host address. In a
+    child process: a wrong launch would end the CUDA context."""
+    import subprocess
+    import sys
+    script = """
+import torch, zoo
+a = torch.randn(64, 64, device="cuda", dtype=torch.float16)
+A = torch.randn(3, 64, 64, device="cuda", dtype=torch.float16)
+C = torch.empty(3, 64, 64, device="cuda", dtype=torch.float16)
+calls = {"mm": lambda b: zoo.mm(a, b), "bmm out": lambda B: zoo.bmm(A, B, out=C),
+         "bmm streams": lambda B: zoo.bmm(A, B, mode="streams")}
+for name, call in calls.items():
+    good = a if name == "mm" else A
+    call(good)
+    call(good)
+    torch.cuda.synchronize()
+    try:
+        call(good.cpu())
+        torch.cuda.synchronize()
+        print(name, "ran")
+    except zoo.ZooError as exc:
+        print(name, "refused:", exc)
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    lines = proc.stdout.splitlines()
+    assert proc.returncode == 0 and len(lines) == 3, proc.stdout + proc.stderr
+    assert all("refused:" in line and "device" in line for line in lines), lines
+
+
 def test_occupancy_model_matches_the_driver():
     """`zoo build --check` predicts blocks per SM offline; the driver must agree on this GPU."""
     from zoo import cuda, sass

@@ -168,19 +168,24 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None
     try:
         if (a.requires_grad or b.requires_grad) and torch.is_grad_enabled():
             return _through_ops(a, b, out_dtype, kernel, config, out, allow_tf32)  # autograd records it
-        key = (a.shape, a.stride(), b.shape, b.stride(), a.dtype, b.dtype, a.device,
-               a.data_ptr() % ALIGN_BYTES, b.data_ptr() % ALIGN_BYTES, out_dtype, kernel, config,
+        # Each tensor's device as get_device()'s int (-1 off CUDA, where no plan is ever made):
+        # cheaper to read and hash than a torch.device, and b's too, so that a b on another
+        # device never meets a plan made for a's. The addresses are read once, for the launch.
+        a_ptr, b_ptr, c_ptr = a.data_ptr(), b.data_ptr(), None if out is None else out.data_ptr()
+        key = (a.shape, a.stride(), b.shape, b.stride(), a.dtype, b.dtype, a.get_device(), b.get_device(),
+               a_ptr % ALIGN_BYTES, b_ptr % ALIGN_BYTES, out_dtype, kernel, config,
                a.dtype == torch.float32 and tf32_allowed(a.dtype, allow_tf32),
-               None if out is None else (out.shape, out.stride(), out.dtype, out.device,
-                                         out.data_ptr() % ALIGN_BYTES))
+               None if out is None else (out.shape, out.stride(), out.dtype, out.get_device(),
+                                         c_ptr % ALIGN_BYTES))
     except AttributeError:  # not tensors: plan_call says which argument is wrong
         key = None
     plan = _calls.get(key)
     if plan is None:
         plan = plan_call(a, b, out_dtype, kernel, config, out, allow_tf32)
-        if key is not None:
-            remember(_calls, key, plan, _CALLS_KEPT)
-    return plan.run(a, b, out)
+        if key is None:
+            return plan.run(a, b, out)
+        remember(_calls, key, plan, _CALLS_KEPT)
+    return plan.run(a, b, out, a_ptr, b_ptr, c_ptr)
 
 
 def _through_ops(a, b, out_dtype, kernel, config, out, allow_tf32) -> torch.Tensor:
@@ -212,7 +217,9 @@ class CallPlan:
     options: dict                  # the call's kernel, config, out_dtype, allow_tf32
     template: torch.Tensor         # one element expanded to (m, n): empty_like gives a fresh C
 
-    def run(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None) -> torch.Tensor:
+    def run(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None,
+            a_ptr: int | None = None, b_ptr: int | None = None, out_ptr: int | None = None) -> torch.Tensor:
+        """The call; a_ptr, b_ptr, out_ptr: the addresses when the caller has read them."""
         if out is None:
             c = torch.empty_like(self.template)
         else:  # a and b do not require grad here while grad is on: mm sent those to the op
@@ -222,7 +229,9 @@ class CallPlan:
         if self.launch is None:
             c.zero_()
         else:
-            a_ptr, b_ptr, c_ptr = a.data_ptr(), b.data_ptr(), c.data_ptr()
+            if a_ptr is None:
+                a_ptr, b_ptr = a.data_ptr(), b.data_ptr()
+            c_ptr = out_ptr if out is not None and out_ptr is not None else c.data_ptr()
             ea, eb, ec = self.extents
             if out is not None and ((a_ptr < c_ptr + ec and c_ptr < a_ptr + ea) or
                                     (b_ptr < c_ptr + ec and c_ptr < b_ptr + eb)):
@@ -358,6 +367,7 @@ class Launch:
         self.c_map = maps and args[2][0] is not None  # C goes out through its tensor map
         self.lock = threading.Lock()    # one thread patches and fires at a time
         self.choice: tuple | None = None  # (kernel, config, splits) zoo.mm chose, for zoo tune's tests
+        self.bound: tuple[int, int] | None = None  # the split-K workspace the arguments point at
 
     def fire_at(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:
         with self.lock:
@@ -381,10 +391,12 @@ class Launch:
     def _fire(self) -> None:
         stream = current_stream(self.device_index)
         if self.split_k:
-            workspace, counters = split_k_workspace(self.device_index, stream, *self.split_k)
-            n = len(self.args.values)
-            self.args.set(n - 2, workspace)
-            self.args.set(n - 1, counters)
+            bound = split_k_workspace(self.device_index, stream, *self.split_k)
+            if bound != self.bound:
+                n = len(self.args.values)
+                self.args.set(n - 2, bound[0])
+                self.args.set(n - 1, bound[1])
+                self.bound = bound
         self.fn.launch(self.grid, self.threads, self.args, stream, self.device_index, self.cluster)
 
 
