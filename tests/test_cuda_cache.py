@@ -170,3 +170,23 @@ def test_key_covers_the_cuda_headers_the_headers_include(tmp_path):
         (inc / name).write_text(text)
         keys.add(digest())
     assert len(keys) == 4
+
+
+@pytest.mark.parametrize("cluster, pdl", [(1, True), (2, True), (2, False)])
+def test_launch_config_matches_the_drivers_layout(cluster, pdl):
+    """The ctypes CUlaunchConfig the hot path hands cuLaunchKernelEx, byte for byte what
+    cuda.bindings builds for the same launch (grid, block, smem, stream, then the attributes:
+    cluster shape, programmatic dependent launch). No GPU needed: only the layouts."""
+    import ctypes
+    fn = cuda.Function(0x1234, "k", 200_000, "k", "c", pdl=pdl)
+    theirs = fn._config((7, 1, 1), (384, 1, 1), 0x5678, cluster)
+    mine = fn._ex_config((7, 1, 1), 384, 0x5678, cluster)
+    head = 40  # grid, block, smem, padding, stream; then the attribute pointer and the count
+    assert ctypes.string_at(mine, head) == ctypes.string_at(theirs.getPtr(), head)
+    count = theirs.numAttrs
+    assert count == (cluster > 1) + pdl
+    assert ctypes.c_uint.from_address(mine + 48).value == count
+    for i, attr in enumerate(theirs.attrs):
+        ours = ctypes.cast(ctypes.c_void_p.from_address(mine + head).value, ctypes.c_void_p).value + 72 * i
+        assert ctypes.string_at(ours, 72) == ctypes.string_at(attr.getPtr(), 72), i
+    assert fn._ex_config((7, 1, 1), 384, 0x5678, cluster) == mine  # built once

@@ -387,7 +387,7 @@ def device_context(device_index: int):
         _check(driver.cuCtxPopCurrent(), "cuCtxPopCurrent")
 
 
-_HOT: list = []  # [the two entry points, or None], once resolved
+_HOT: list = []  # [the three entry points, or None], once resolved
 
 
 def _resolve_hot():
@@ -396,10 +396,10 @@ def _resolve_hot():
 
 
 def _hot_entry_points():
-    """cuLaunchKernel and cuCtxGetCurrent as ctypes functions, from the driver's own entry
-    points (cuGetProcAddress): the two calls every launch makes. cuda.bindings' wrappers of
-    them cost ~3 us each on the lent host, as much as the rest of a small call; these cost a
-    tenth. None (use the wrappers) where the driver does not give them."""
+    """cuLaunchKernel, cuCtxGetCurrent and cuLaunchKernelEx as ctypes functions, from the
+    driver's own entry points (cuGetProcAddress): the calls every launch makes. cuda.bindings'
+    wrappers of them cost ~3 us each on the lent host, as much as the rest of a small call;
+    these cost a tenth. None (use the wrappers) where the driver does not give them."""
     driver, _ = _bindings()
     try:
         _check(driver.cuInit(0), "cuInit")
@@ -407,15 +407,28 @@ def _hot_entry_points():
         flags = driver.CUdriverProcAddress_flags.CU_GET_PROC_ADDRESS_DEFAULT
         launch = _check(driver.cuGetProcAddress(b"cuLaunchKernel", version, flags), "cuGetProcAddress")
         current = _check(driver.cuGetProcAddress(b"cuCtxGetCurrent", version, flags), "cuGetProcAddress")
+        launch_ex = _check(driver.cuGetProcAddress(b"cuLaunchKernelEx", version, flags), "cuGetProcAddress")
     except ZooError:
         return None
-    launch, current = (v[0] if isinstance(v, tuple) else v for v in (launch, current))
-    if not launch or not current:
+    launch, current, launch_ex = (v[0] if isinstance(v, tuple) else v for v in (launch, current, launch_ex))
+    if not launch or not current or not launch_ex:
         return None
     u32, ptr = ctypes.c_uint, ctypes.c_void_p
     launch_type = ctypes.CFUNCTYPE(ctypes.c_int, ptr, u32, u32, u32, u32, u32, u32, u32, ptr, ptr, ptr)
     current_type = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ptr))
-    return launch_type(int(launch)), current_type(int(current))
+    launch_ex_type = ctypes.CFUNCTYPE(ctypes.c_int, ptr, ptr, ptr, ptr)
+    return launch_type(int(launch)), current_type(int(current)), launch_ex_type(int(launch_ex))
+
+
+class _LaunchAttribute(ctypes.Structure):
+    """CUlaunchAttribute: an id, then a 64-byte union of values at offset 8."""
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_uint * 16)]
+
+
+class _LaunchConfig(ctypes.Structure):
+    """CUlaunchConfig, as cuLaunchKernelEx reads it."""
+    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("smem", ctypes.c_uint),
+                ("stream", ctypes.c_void_p), ("attrs", ctypes.POINTER(_LaunchAttribute)), ("count", ctypes.c_uint)]
 
 
 def current_context() -> int:
@@ -456,11 +469,15 @@ class Function:
     """A loaded kernel: launch it with a grid, block, dynamic smem and typed arguments."""
 
     def __init__(self, handle, name: str, smem_bytes: int, kernel: str | None, config: str | None,
-                 context: int = 0):
+                 context: int = 0, pdl: bool = False):
         self.handle, self.name, self.smem_bytes = handle, name, smem_bytes
         self.handle_int, self.context = int(handle), context  # for the ctypes entry points
         self.ctx = {"kernel": kernel or name, "config": config}
+        # pdl: launched as a programmatic dependent of the grid before it in the stream (the
+        # kernel waits for it with griddepcontrol.wait before touching global memory).
+        self.pdl = pdl
         self._configs: dict[tuple, object] = {}
+        self._ex_configs: dict[tuple, tuple] = {}
 
     def _config(self, grid: tuple[int, int, int], block: tuple[int, int, int], stream: int,
                 cluster: int):
@@ -476,45 +493,81 @@ class Function:
         config.blockDimX, config.blockDimY, config.blockDimZ = block
         config.sharedMemBytes = self.smem_bytes
         config.hStream = driver.CUstream(stream)
+        attrs = []
         if cluster > 1:
             attr = driver.CUlaunchAttribute()
             attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
             attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster, 1, 1
-            config.attrs = [attr]
-            config.numAttrs = 1
-        else:
-            config.numAttrs = 0
+            attrs.append(attr)
+        if self.pdl:
+            attr = driver.CUlaunchAttribute()
+            attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+            attr.value.programmaticStreamSerializationAllowed = 1
+            attrs.append(attr)
+        config.attrs = attrs
+        config.numAttrs = len(attrs)
         if len(self._configs) > 256:
             self._configs.clear()
         self._configs[key] = config
         return config
 
+    def _ex_config(self, grid: tuple[int, int, int], threads: int, stream: int, cluster: int) -> int:
+        """The address of a ctypes CUlaunchConfig for cuLaunchKernelEx (its attributes: the
+        cluster shape, programmatic dependent launch), built once per launch shape and stream."""
+        key = (grid, threads, stream, cluster)
+        made = self._ex_configs.get(key)
+        if made is None:
+            driver, _ = _bindings()
+            ids = driver.CUlaunchAttributeID
+            attrs = []
+            if cluster > 1:
+                attrs.append((int(ids.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION), (cluster, 1, 1)))
+            if self.pdl:
+                attrs.append((int(ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION), (1,)))
+            array = (_LaunchAttribute * max(len(attrs), 1))()
+            for slot, (ident, values) in zip(array, attrs):
+                slot.id = ident
+                slot.value[:len(values)] = values
+            config = _LaunchConfig((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(threads, 1, 1), self.smem_bytes,
+                                   stream, ctypes.cast(array, ctypes.POINTER(_LaunchAttribute)), len(attrs))
+            if len(self._ex_configs) > 256:
+                self._ex_configs.clear()
+            made = self._ex_configs[key] = (config, array, ctypes.addressof(config))
+        return made[2]
+
     def launch(self, grid: tuple[int, int, int], threads: int, args: "PackedArgs", stream: int,
                device_index: int, cluster: int = 1) -> None:
         """Launch on `stream` with arguments packed once (PackedArgs), in thread-block
-        clusters of `cluster` blocks along x when it is above 1, in the device's primary
-        context (a caller's own current context is restored after)."""
+        clusters of `cluster` blocks along x when it is above 1 (and as a programmatic
+        dependent when the kernel is one: pdl), in the device's primary context (a caller's
+        own current context is restored after)."""
         fast = _HOT[0] if _HOT else _resolve_hot()
-        if fast is not None and cluster == 1:
-            launch, get_context = fast
+        extended = cluster > 1 or self.pdl  # launch attributes: cuLaunchKernelEx
+        if fast is not None:
+            launch, get_context, launch_ex = fast
             current = ctypes.c_void_p()
             get_context(ctypes.byref(current))
             if current.value == self.context:
-                status = launch(self.handle_int, grid[0], grid[1], grid[2], threads, 1, 1,
-                                self.smem_bytes, stream, args.address, None)
+                if extended:
+                    status = launch_ex(self._ex_config(grid, threads, stream, cluster), self.handle_int,
+                                       args.address, None)
+                else:
+                    status = launch(self.handle_int, grid[0], grid[1], grid[2], threads, 1, 1,
+                                    self.smem_bytes, stream, args.address, None)
                 if status:
                     driver, _ = _bindings()
-                    _check((driver.CUresult(status),), "cuLaunchKernel", **self.ctx)
+                    _check((driver.CUresult(status),), "cuLaunchKernelEx" if extended else "cuLaunchKernel",
+                           **self.ctx)
                 return
         driver, _ = _bindings()
         with device_context(device_index):
-            if cluster > 1:
+            if extended:
                 status = driver.cuLaunchKernelEx(self._config(grid, (threads, 1, 1), stream, cluster),
                                                  self.handle, args.address, 0)
             else:
                 status = driver.cuLaunchKernel(self.handle, grid[0], grid[1], grid[2], threads, 1, 1,
                                                self.smem_bytes, stream, args.address, 0)
-        _check(status, "cuLaunchKernelEx" if cluster > 1 else "cuLaunchKernel", **self.ctx)
+        _check(status, "cuLaunchKernelEx" if extended else "cuLaunchKernel", **self.ctx)
 
     @functools.lru_cache(maxsize=None)
     def resident_clusters(self, threads: int, cluster: int, sm_count: int) -> int:
@@ -534,10 +587,11 @@ class Function:
 
 
 def load_function(device_index: int, cubin: Cubin, name: str, smem_bytes: int, *,
-                  kernel: str | None = None, config: str | None = None) -> Function:
+                  kernel: str | None = None, config: str | None = None, pdl: bool = False) -> Function:
     """Load (once per device and cubin) and look up an extern "C" kernel by name; its max
-    dynamic shared memory is set here, once, not on every launch."""
-    key = (device_index, cubin.key, name, smem_bytes)
+    dynamic shared memory is set here, once, not on every launch. pdl: launch it as a
+    programmatic dependent (a kernel that waits with griddepcontrol.wait)."""
+    key = (device_index, cubin.key, name, smem_bytes, pdl)
     fn = _functions.get(key)
     if fn is not None:
         return fn
@@ -556,7 +610,7 @@ def load_function(device_index: int, cubin: Cubin, name: str, smem_bytes: int, *
         _check(driver.cuFuncSetAttribute(
             handle, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
             smem_bytes), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", **ctx)
-        fn = Function(handle, name, smem_bytes, kernel, config, int(primary_context(device_index)))
+        fn = Function(handle, name, smem_bytes, kernel, config, int(primary_context(device_index)), pdl)
         _functions[key] = fn
     return fn
 

@@ -450,7 +450,8 @@ def compiled(spec: KernelSpec, cfg: TileConfig, dtype: str, out_dtype: str,
     cubin = cuda.compile_cubin(spec.source, spec.compile_arch(limits.cc), spec.defines(cfg),
                                kernel=spec.name, config=cfg.name)
     name = spec.entry[(dtype, out_dtype)] + ("_grouped" if grouped else "")
-    fn = cuda.load_function(device_index, cubin, name, spec.smem_bytes(cfg), kernel=spec.name, config=cfg.name)
+    fn = cuda.load_function(device_index, cubin, name, spec.smem_bytes(cfg), kernel=spec.name, config=cfg.name,
+                            pdl=spec.pdl)
     _loaded[key] = fn
     return fn
 

@@ -171,6 +171,13 @@ __device__ __forceinline__ unsigned cluster_count() {
 }
 
 // Every thread of every CTA in the cluster; orders shared-memory work across the cluster.
+// Programmatic dependent launch (a launch with the programmatic-stream-serialization
+// attribute may start while the grid before it in the stream finishes): wait until that
+// grid has completed and its memory is visible (a no-op without the attribute), and let the
+// next such grid start once every block of this one has said so.
+__device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+__device__ __forceinline__ void grid_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n"
                "barrier.cluster.wait.acquire.aligned;" ::: "memory");
