@@ -216,7 +216,8 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
     if not graph and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and \
             (out is None or isinstance(out, torch.Tensor)) and a.dim() == 3:
         fast_key = (mode, streams, out_dtype, kernel, config, a.shape, a.stride(), b.shape, b.stride(),
-                    a.dtype, b.dtype, a.device, b.device, a.data_ptr() % gemm.ALIGN_BYTES, b.data_ptr() % gemm.ALIGN_BYTES,
+                    a.dtype, b.dtype, a.device, b.device,  # b's device too: a b elsewhere is refused
+                    a.data_ptr() % gemm.ALIGN_BYTES, b.data_ptr() % gemm.ALIGN_BYTES,
                     None if out is None else (out.shape, out.stride(), out.dtype, out.device,
                                               out.data_ptr() % gemm.ALIGN_BYTES),
                     a.dtype == torch.float32 and bench.torch_allows_tf32())

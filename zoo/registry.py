@@ -125,7 +125,8 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
     tile that spreads it over the most SMs, a large one the most efficient tile. For a grouped
     launch, `group` holds all its problems and their tiles are counted together. One GEMM whose
     B rows start off 32-byte sectors, with two tile rows or more and tiles for half the SMs or
-    more, gets the chosen tile's 2-CTA twin (b_rows_off_sectors)."""
+    more, gets the chosen tile's 2-CTA twin (b_rows_off_sectors). Swap-AB tiles stay out of the
+    wave-cost choice; one GEMM gets one where they measured faster (swap_ab_choice)."""
     valid = [c for c in spec.configs if not cfgs.problems(c, spec, limits)]
     if not valid:
         raise ZooError(f"no config of {spec.name} fits {limits.part} ({limits.arch})")
@@ -138,8 +139,8 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
     chosen = next(c for c in preferred if costs[c] <= cheapest * (1 + WAVE_SLACK))
     if swapped and not group and not chosen.swap_ab:
         chosen = swap_ab_choice(spec, swapped, limits, problem, chosen)
-    if spec.tma_boxes and not chosen.swap_ab and not group and b_rows_off_sectors(problem) and problem.m > chosen.block_m and \
-            2 * chosen.tiles(problem.m, problem.n) >= limits.sm_count:
+    if spec.tma_boxes and not group and not chosen.swap_ab and b_rows_off_sectors(problem) and \
+            problem.m > chosen.block_m and 2 * chosen.tiles(problem.m, problem.n) >= limits.sm_count:
         return next((c for c in valid if c.cluster_m == 2 and c.cluster_n == 1 and
                      replace(c, name=chosen.name, cluster_m=chosen.cluster_m) == chosen), chosen)
     return chosen

@@ -165,9 +165,9 @@ static_assert(BK == BOX_COLS, "a K-tile of A is one 128-byte swizzled row per M 
 static_assert((TRANSPOSED ? WG_N : WG_M) == 64 || (!TRANSPOSED && WG_M == 128),
               "a consumer warpgroup issues wgmma m64 (or two row blocks of it)");
 static_assert(!PINGPONG || SLICES == 1, "ping-pong consumers own whole tiles");
-static_assert(SWAP_AB ? (MMA_N % 8 == 0 && MMA_N <= 64 && !TF32 && !PINGPONG)
+static_assert(SWAP_AB ? ((MMA_N == 8 || MMA_N == 16 || MMA_N == 32 || MMA_N == 64) && !TF32 && !PINGPONG)
                       : (MMA_N == 128 || MMA_N == 192 || MMA_N == 256),
-              "wgmma wrappers exist for N = 128, 192 and 256 (swap-AB: 8-64; cooperative consumers)");
+              "wgmma wrappers exist for N = 128, 192 and 256 (swap-AB: 8, 16, 32, 64; cooperative consumers)");
 #ifdef ZOO_B_K_MAJOR
 static_assert(!SWAP_AB, "swap-AB reads B N-major as wgmma's transposed A");
 #endif
@@ -669,8 +669,8 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       c_tma_used = true;
       const unsigned buf = epi_smem + consumer * EPI_BOXES * EPI_BOX_BYTES;
       if constexpr (TRANSPOSED) {
-        store_tile_tma_transposed<OutT>(acc[0], buf, w.g.c, tile_m * BM + wg_m0, tile_n * BN + wg_n0, w.matrix,
-                                  consumer, warp, lane);
+        store_tile_tma_transposed<OutT>(acc[0], buf, w.g.c, tile_m * BM + wg_m0, tile_n * BN + wg_n0,
+                                        w.matrix, consumer, warp, lane);
       } else {
 #pragma unroll
         for (int s = 0; s < M_SUBS; ++s)
