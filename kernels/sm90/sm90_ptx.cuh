@@ -257,80 +257,37 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[R][N]) {
   "%111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, "    \
   "%125, %126, %127"
 
-// D(64xN, f32) (+)= A(64x16, K-major) * B(16xN, N-major: imm-trans-b = 1), both from shared
-// memory. `accumulate` = 0 overwrites D (a tile's first K-step needs no zeroed registers).
-// TYPE is "f16" or "bf16"; DA, DB, SCALE are the operand numbers after the N/2 accumulators.
-// ZOO_B_K_MAJOR builds (the convolution's weights, K_out rows of R*S*C) read B K-major instead:
-// imm-trans-b = 0.
-#ifdef ZOO_B_K_MAJOR
-#define ZOO_TRANS_B "0"
-#else
-#define ZOO_TRANS_B "1"
-#endif
-#define ZOO_WGMMA(N, REGS, ACC, TYPE, DA, DB, SCALE)                                        \
+// D(64xN, f32) (+)= A(64x16) * B(16xN), both from shared memory. `accumulate` = 0 overwrites
+// D (a tile's first K-step needs no zeroed registers). TYPE is "f16" or "bf16"; TRANS the
+// imm-trans-a, imm-trans-b pair; DA, DB, SCALE the operand numbers after the N/2 accumulators
+// REGS; the accumulators' constraints come last.
+#define ZOO_WGMMA(N, TYPE, TRANS, DA, DB, SCALE, REGS, ...)                                 \
   asm volatile(                                                                             \
       "{ .reg .pred p;\n"                                                                   \
       "  setp.ne.b32 p, %" #SCALE ", 0;\n"                                                  \
       "  wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " {" REGS "},"      \
-      " %" #DA ", %" #DB ", p, 1, 1, 0, " ZOO_TRANS_B "; }"                                  \
-      : ACC                                                                                 \
+      " %" #DA ", %" #DB ", p, 1, 1, " TRANS "; }"                                          \
+      : __VA_ARGS__                                                                         \
       : "l"(desc_a), "l"(desc_b), "r"(accumulate))
+
+// NAME<N, BF16>::mma(d, desc_a, desc_b, accumulate): one wgmma m64nNk16 of either 16-bit type.
+#define ZOO_WGMMA_WRAPPER(NAME, N, TRANS, DA, DB, SCALE, REGS, ...)                         \
+  template <bool BF16>                                                                      \
+  struct NAME<N, BF16> {                                                                    \
+    static __device__ __forceinline__ void mma(float (&d)[N / 2], unsigned long long desc_a, \
+                                               unsigned long long desc_b, int accumulate) { \
+      if constexpr (BF16) {                                                                 \
+        ZOO_WGMMA(N, "bf16", TRANS, DA, DB, SCALE, REGS, __VA_ARGS__);                      \
+      } else {                                                                              \
+        ZOO_WGMMA(N, "f16", TRANS, DA, DB, SCALE, REGS, __VA_ARGS__);                       \
+      }                                                                                     \
+    }                                                                                       \
+  };
 
 #define ZOO_REGS96                                                                          \
   ZOO_REGS64 ", "                                                                           \
   "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "        \
   "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
-
-template <int N, bool BF16>
-struct Wgmma;  // N = 128, 192 or 256 columns per warpgroup
-
-template <bool BF16>
-struct Wgmma<256, BF16> {
-  static __device__ __forceinline__ void mma(float (&d)[128], unsigned long long desc_a,
-                                             unsigned long long desc_b, int accumulate) {
-    if constexpr (BF16) {
-      ZOO_WGMMA(256, ZOO_REGS128, ZOO_ACC128, "bf16", 128, 129, 130);
-    } else {
-      ZOO_WGMMA(256, ZOO_REGS128, ZOO_ACC128, "f16", 128, 129, 130);
-    }
-  }
-};
-
-template <bool BF16>
-struct Wgmma<192, BF16> {
-  static __device__ __forceinline__ void mma(float (&d)[96], unsigned long long desc_a,
-                                             unsigned long long desc_b, int accumulate) {
-    if constexpr (BF16) {
-      ZOO_WGMMA(192, ZOO_REGS96, ZOO_ACC96, "bf16", 96, 97, 98);
-    } else {
-      ZOO_WGMMA(192, ZOO_REGS96, ZOO_ACC96, "f16", 96, 97, 98);
-    }
-  }
-};
-
-template <bool BF16>
-struct Wgmma<128, BF16> {
-  static __device__ __forceinline__ void mma(float (&d)[64], unsigned long long desc_a,
-                                             unsigned long long desc_b, int accumulate) {
-    if constexpr (BF16) {
-      ZOO_WGMMA(128, ZOO_REGS64, ZOO_ACC64(0), "bf16", 64, 65, 66);
-    } else {
-      ZOO_WGMMA(128, ZOO_REGS64, ZOO_ACC64(0), "f16", 64, 65, 66);
-    }
-  }
-};
-
-// Swap-AB: D(64xN, f32) (+)= A(64x16, M-major: imm-trans-a = 1) * B(16xN, K-major: imm-trans-b
-// = 0), both from shared memory, N = 8..64: A is a 64-column box of the GEMM's B stage, B the
-// GEMM's A rows, so D is a transposed slice of C with as few as 8 of its rows.
-#define ZOO_WGMMA_SWAP_AB(N, REGS, ACC, TYPE, DA, DB, SCALE)                                \
-  asm volatile(                                                                             \
-      "{ .reg .pred p;\n"                                                                   \
-      "  setp.ne.b32 p, %" #SCALE ", 0;\n"                                                  \
-      "  wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " {" REGS "},"      \
-      " %" #DA ", %" #DB ", p, 1, 1, 1, 0; }"                                               \
-      : ACC                                                                                 \
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate))
 #define ZOO_ACC4(i) "+f"(d[i + 0]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
 #define ZOO_ACC16 ZOO_ACC8(0), ZOO_ACC8(8)
 #define ZOO_ACC32 ZOO_ACC8(0), ZOO_ACC8(8), ZOO_ACC8(16), ZOO_ACC8(24)
@@ -340,56 +297,28 @@ struct Wgmma<128, BF16> {
 #define ZOO_REGS32 \
   ZOO_REGS16 ", %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
 
+// The main loop's wgmma: A K-major, B N-major (imm-trans-b = 1). ZOO_B_K_MAJOR builds (the
+// convolution's weights, K_out rows of R*S*C) read B K-major instead: imm-trans-b = 0.
+#ifdef ZOO_B_K_MAJOR
+#define ZOO_TRANS_AB "0, 0"
+#else
+#define ZOO_TRANS_AB "0, 1"
+#endif
+template <int N, bool BF16>
+struct Wgmma;  // N = 128, 192 or 256 columns per warpgroup
+ZOO_WGMMA_WRAPPER(Wgmma, 256, ZOO_TRANS_AB, 128, 129, 130, ZOO_REGS128, ZOO_ACC128)
+ZOO_WGMMA_WRAPPER(Wgmma, 192, ZOO_TRANS_AB, 96, 97, 98, ZOO_REGS96, ZOO_ACC96)
+ZOO_WGMMA_WRAPPER(Wgmma, 128, ZOO_TRANS_AB, 64, 65, 66, ZOO_REGS64, ZOO_ACC64(0))
+
+// Swap-AB: A(64x16) M-major (imm-trans-a = 1), B(16xN) K-major (imm-trans-b = 0), N = 8..64:
+// A is a 64-column box of the GEMM's B stage, B the GEMM's A rows, so D is a transposed slice
+// of C with as few as 8 of its rows.
 template <int N, bool BF16>
 struct WgmmaSwapAB;  // N = 8, 16, 32 or 64 rows of C per warpgroup
-
-template <bool BF16>
-struct WgmmaSwapAB<8, BF16> {
-  static __device__ __forceinline__ void mma(float (&d)[4], unsigned long long desc_a,
-                                             unsigned long long desc_b, int accumulate) {
-    if constexpr (BF16) {
-      ZOO_WGMMA_SWAP_AB(8, ZOO_REGS4, ZOO_ACC4(0), "bf16", 4, 5, 6);
-    } else {
-      ZOO_WGMMA_SWAP_AB(8, ZOO_REGS4, ZOO_ACC4(0), "f16", 4, 5, 6);
-    }
-  }
-};
-
-template <bool BF16>
-struct WgmmaSwapAB<16, BF16> {
-  static __device__ __forceinline__ void mma(float (&d)[8], unsigned long long desc_a,
-                                             unsigned long long desc_b, int accumulate) {
-    if constexpr (BF16) {
-      ZOO_WGMMA_SWAP_AB(16, ZOO_REGS8, ZOO_ACC8(0), "bf16", 8, 9, 10);
-    } else {
-      ZOO_WGMMA_SWAP_AB(16, ZOO_REGS8, ZOO_ACC8(0), "f16", 8, 9, 10);
-    }
-  }
-};
-
-template <bool BF16>
-struct WgmmaSwapAB<32, BF16> {
-  static __device__ __forceinline__ void mma(float (&d)[16], unsigned long long desc_a,
-                                             unsigned long long desc_b, int accumulate) {
-    if constexpr (BF16) {
-      ZOO_WGMMA_SWAP_AB(32, ZOO_REGS16, ZOO_ACC16, "bf16", 16, 17, 18);
-    } else {
-      ZOO_WGMMA_SWAP_AB(32, ZOO_REGS16, ZOO_ACC16, "f16", 16, 17, 18);
-    }
-  }
-};
-
-template <bool BF16>
-struct WgmmaSwapAB<64, BF16> {
-  static __device__ __forceinline__ void mma(float (&d)[32], unsigned long long desc_a,
-                                             unsigned long long desc_b, int accumulate) {
-    if constexpr (BF16) {
-      ZOO_WGMMA_SWAP_AB(64, ZOO_REGS32, ZOO_ACC32, "bf16", 32, 33, 34);
-    } else {
-      ZOO_WGMMA_SWAP_AB(64, ZOO_REGS32, ZOO_ACC32, "f16", 32, 33, 34);
-    }
-  }
-};
+ZOO_WGMMA_WRAPPER(WgmmaSwapAB, 8, "1, 0", 4, 5, 6, ZOO_REGS4, ZOO_ACC4(0))
+ZOO_WGMMA_WRAPPER(WgmmaSwapAB, 16, "1, 0", 8, 9, 10, ZOO_REGS8, ZOO_ACC8(0))
+ZOO_WGMMA_WRAPPER(WgmmaSwapAB, 32, "1, 0", 16, 17, 18, ZOO_REGS16, ZOO_ACC16)
+ZOO_WGMMA_WRAPPER(WgmmaSwapAB, 64, "1, 0", 32, 33, 34, ZOO_REGS32, ZOO_ACC32)
 
 // D(64xN, f32) (+)= A(64x8, tf32, registers) * B(8xN, tf32, shared memory, K-major). wgmma
 // reads tf32 only K-major from shared memory; A from registers may come from any layout. The
