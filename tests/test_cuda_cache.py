@@ -173,20 +173,27 @@ def test_key_covers_the_cuda_headers_the_headers_include(tmp_path):
 
 
 @pytest.mark.parametrize("cluster, pdl", [(1, True), (2, True), (2, False)])
-def test_launch_config_matches_the_drivers_layout(cluster, pdl):
-    """The ctypes CUlaunchConfig the hot path hands cuLaunchKernelEx, byte for byte what
-    cuda.bindings builds for the same launch (grid, block, smem, stream, then the attributes:
-    cluster shape, programmatic dependent launch). No GPU needed: only the layouts."""
+def test_launch_config_the_driver_reads(cluster, pdl):
+    """The CUlaunchConfig the hot path hands the ctypes cuLaunchKernelEx, read back as the
+    driver reads it: grid, block, smem, stream, then the attributes (cluster shape,
+    programmatic dependent launch). No GPU needed: only the memory."""
     import ctypes
+    from cuda.bindings import driver
+    ids = driver.CUlaunchAttributeID
     fn = cuda.Function(0x1234, "k", 200_000, "k", "c", pdl=pdl)
-    theirs = fn._config((7, 1, 1), (384, 1, 1), 0x5678, cluster)
-    mine = fn._ex_config((7, 1, 1), 384, 0x5678, cluster)
-    head = 40  # grid, block, smem, padding, stream; then the attribute pointer and the count
-    assert ctypes.string_at(mine, head) == ctypes.string_at(theirs.getPtr(), head)
-    count = theirs.numAttrs
+    address = fn._ex_config((7, 1, 1), 384, 0x5678, cluster)
+    uints = (ctypes.c_uint * 7).from_address(address)
+    assert list(uints) == [7, 1, 1, 384, 1, 1, 200_000]
+    assert ctypes.c_void_p.from_address(address + 32).value == 0x5678
+    count = ctypes.c_uint.from_address(address + 48).value
     assert count == (cluster > 1) + pdl
-    assert ctypes.c_uint.from_address(mine + 48).value == count
-    for i, attr in enumerate(theirs.attrs):
-        ours = ctypes.cast(ctypes.c_void_p.from_address(mine + head).value, ctypes.c_void_p).value + 72 * i
-        assert ctypes.string_at(ours, 72) == ctypes.string_at(attr.getPtr(), 72), i
-    assert fn._ex_config((7, 1, 1), 384, 0x5678, cluster) == mine  # built once
+    attrs = ctypes.c_void_p.from_address(address + 40).value
+    found = {ctypes.c_int.from_address(attrs + 72 * i).value: list((ctypes.c_uint * 3).from_address(attrs + 72 * i + 8))
+             for i in range(count)}
+    expected = {}
+    if cluster > 1:
+        expected[int(ids.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)] = [cluster, 1, 1]
+    if pdl:
+        expected[int(ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)] = [1, 0, 0]
+    assert found == expected
+    assert fn._ex_config((7, 1, 1), 384, 0x5678, cluster) == address  # built once

@@ -420,17 +420,6 @@ def _hot_entry_points():
     return launch_type(int(launch)), current_type(int(current)), launch_ex_type(int(launch_ex))
 
 
-class _LaunchAttribute(ctypes.Structure):
-    """CUlaunchAttribute: an id, then a 64-byte union of values at offset 8."""
-    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_char * 4), ("value", ctypes.c_uint * 16)]
-
-
-class _LaunchConfig(ctypes.Structure):
-    """CUlaunchConfig, as cuLaunchKernelEx reads it."""
-    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("smem", ctypes.c_uint),
-                ("stream", ctypes.c_void_p), ("attrs", ctypes.POINTER(_LaunchAttribute)), ("count", ctypes.c_uint)]
-
-
 def current_context() -> int:
     """The handle of the context current on this thread (0: none)."""
     driver, _ = _bindings()
@@ -512,28 +501,16 @@ class Function:
         return config
 
     def _ex_config(self, grid: tuple[int, int, int], threads: int, stream: int, cluster: int) -> int:
-        """The address of a ctypes CUlaunchConfig for cuLaunchKernelEx (its attributes: the
-        cluster shape, programmatic dependent launch), built once per launch shape and stream."""
+        """The address of _config's CUlaunchConfig for the ctypes cuLaunchKernelEx, kept with
+        the object it points into (_config's own cache may drop it)."""
         key = (grid, threads, stream, cluster)
         made = self._ex_configs.get(key)
         if made is None:
-            driver, _ = _bindings()
-            ids = driver.CUlaunchAttributeID
-            attrs = []
-            if cluster > 1:
-                attrs.append((int(ids.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION), (cluster, 1, 1)))
-            if self.pdl:
-                attrs.append((int(ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION), (1,)))
-            array = (_LaunchAttribute * max(len(attrs), 1))()
-            for slot, (ident, values) in zip(array, attrs):
-                slot.id = ident
-                slot.value[:len(values)] = values
-            config = _LaunchConfig((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(threads, 1, 1), self.smem_bytes,
-                                   stream, ctypes.cast(array, ctypes.POINTER(_LaunchAttribute)), len(attrs))
+            config = self._config(grid, (threads, 1, 1), stream, cluster)
             if len(self._ex_configs) > 256:
                 self._ex_configs.clear()
-            made = self._ex_configs[key] = (config, array, ctypes.addressof(config))
-        return made[2]
+            made = self._ex_configs[key] = (config, int(config.getPtr()))
+        return made[1]
 
     def launch(self, grid: tuple[int, int, int], threads: int, args: "PackedArgs", stream: int,
                device_index: int, cluster: int = 1) -> None:
