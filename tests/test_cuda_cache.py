@@ -180,8 +180,8 @@ def test_launch_config_the_driver_reads(cluster, pdl):
     import ctypes
     from cuda.bindings import driver
     ids = driver.CUlaunchAttributeID
-    fn = cuda.Function(0x1234, "k", 200_000, "k", "c", pdl=pdl)
-    address = fn._ex_config((7, 1, 1), 384, 0x5678, cluster)
+    fn = cuda.Function(0x1234, "k", 200_000, "k", "c")
+    address = fn._ex_config((7, 1, 1), 384, 0x5678, cluster, pdl)
     uints = (ctypes.c_uint * 7).from_address(address)
     assert list(uints) == [7, 1, 1, 384, 1, 1, 200_000]
     assert ctypes.c_void_p.from_address(address + 32).value == 0x5678
@@ -196,4 +196,5 @@ def test_launch_config_the_driver_reads(cluster, pdl):
     if pdl:
         expected[int(ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)] = [1, 0, 0]
     assert found == expected
-    assert fn._ex_config((7, 1, 1), 384, 0x5678, cluster) == address  # built once
+    assert fn._ex_config((7, 1, 1), 384, 0x5678, cluster, pdl) == address  # built once
+    assert fn._ex_config((7, 1, 1), 384, 0x5678, cluster, not pdl) != address  # one per setting

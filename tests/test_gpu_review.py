@@ -220,3 +220,33 @@ def test_split_k_counters_are_left_zeroed_for_the_next_launch():
     for (a, b), c in zip(pairs, outs):
         assert bench.verify(a, b, c).ok
     assert all(not kept.counters.any() for kept in gemm._workspaces.values())
+
+
+@pytest.mark.parametrize("m, k", [(512, 512), (128, 4096)])
+def test_dependent_launches_wait_for_the_grid_before_them(m, k):
+    """Launches that go as programmatic dependents (registry.dependent_launch) start while the
+    grid before them runs: each must still read that grid's output (read after write) and not
+    overwrite what that grid still reads (write after read). GEMMs launched back to back, no
+    synchronize in between: a chain, each fed the one before into NaN-poisoned outputs, then
+    one whose output is the input of the GEMM just before it."""
+    if gemm.device_limits(torch.cuda.current_device()).cc != (9, 0):
+        pytest.skip("the sm_90a kernel is the one launched as a dependent")
+    gen = torch.Generator(device="cuda").manual_seed(9)
+    w = [rand(k, k, gen=gen) / k ** 0.5 for _ in range(5)]
+    kept = rand(m, k, gen=gen)
+    x = kept.clone()
+    chain = [rand(m, k, gen=gen)] + [torch.full((m, k), float("nan"), device="cuda", dtype=H) for _ in range(3)]
+    last = torch.full((m, k), float("nan"), device="cuda", dtype=H)
+    zoo.mm(x, w[0], out=last)  # plans the layout: what follows is launches only
+    plan = next(p for key, p in gemm._calls.items() if key[0] == (m, k) and key[-1] is not None)
+    assert plan.launch.pdl, "this shape's footprint fits L2: it goes as a dependent launch"
+    torch.cuda.synchronize()
+    for i in range(3):
+        zoo.mm(chain[i], w[i], out=chain[i + 1])        # reads what the launch before wrote
+    zoo.mm(x, w[3], out=last)                           # reads x ...
+    zoo.mm(chain[3], w[4], out=x)                       # ... which the next launch overwrites
+    torch.cuda.synchronize()
+    for i in range(3):
+        assert bench.verify(chain[i], w[i], chain[i + 1]).ok, f"chain GEMM {i}"
+    assert bench.verify(kept, w[3], last).ok, "a dependent launch overwrote an input of the grid before it"
+    assert bench.verify(chain[3], w[4], x).ok

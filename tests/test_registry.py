@@ -239,3 +239,15 @@ def test_split_k_only_fills_one_wave():
     assert registry.split_k(spec, pp, 1, 11008, 4096, 132) == 1
     assert registry.split_k(spec, pp, 16, 4096, 4096, 132) == 4      # 32 tiles: 128 units
     assert registry.split_k(spec, spec.config("128x128"), 1024, 1024, 1024, 132) == 2  # 16 K-tiles: 2 x 8
+
+
+def test_dependent_launch_only_for_waiting_kernels_on_problems_that_fit_l2():
+    """Programmatic dependent launch where it measured faster (NOTES.md): a kernel that waits
+    for the grid before it (spec.pdl), on a problem whose operands and result fit in L2."""
+    h100 = arch.offline("sm_90a")
+    fits = (128 * 4096 + 4096 * 4096 + 128 * 4096) * 2        # 128 x 4096 x 4096 fp16: 34 MB
+    streams = (128 * 4096 + 4096 * 11008 + 128 * 11008) * 2   # 128 x 11008 x 4096: 94 MB
+    assert registry.SM90_GEMM.pdl and not registry.SM80_GEMM.pdl
+    assert registry.dependent_launch(registry.SM90_GEMM, h100, fits)
+    assert not registry.dependent_launch(registry.SM90_GEMM, h100, streams)
+    assert not registry.dependent_launch(registry.SM80_GEMM, h100, fits)

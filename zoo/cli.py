@@ -476,9 +476,13 @@ def cmd_run(args) -> int:
 # ----------------------------------------------------------------------------- batched
 
 def _host_us(fn, calls: int = 20) -> float:
-    """Host time of one call (launch overhead): `calls` back-to-back calls, no synchronize."""
+    """Host time of one call (launch overhead): `calls` back-to-back calls, no synchronize,
+    after two untimed ones (a graph=True call captures its graph on the second call with a set
+    of buffers: a one-time cost, not a call's)."""
     import time
     import torch
+    fn()
+    fn()
     torch.cuda.synchronize()
     start = time.perf_counter()
     for _ in range(calls):

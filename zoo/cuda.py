@@ -458,21 +458,18 @@ class Function:
     """A loaded kernel: launch it with a grid, block, dynamic smem and typed arguments."""
 
     def __init__(self, handle, name: str, smem_bytes: int, kernel: str | None, config: str | None,
-                 context: int = 0, pdl: bool = False):
+                 context: int = 0):
         self.handle, self.name, self.smem_bytes = handle, name, smem_bytes
         self.handle_int, self.context = int(handle), context  # for the ctypes entry points
         self.ctx = {"kernel": kernel or name, "config": config}
-        # pdl: launched as a programmatic dependent of the grid before it in the stream (the
-        # kernel waits for it with griddepcontrol.wait before touching global memory).
-        self.pdl = pdl
         self._configs: dict[tuple, object] = {}
         self._ex_configs: dict[tuple, tuple] = {}
 
     def _config(self, grid: tuple[int, int, int], block: tuple[int, int, int], stream: int,
-                cluster: int):
+                cluster: int, pdl: bool = False):
         """The CUlaunchConfig for this launch shape, built once (a Python object per field
         costs microseconds, which small GEMMs feel)."""
-        key = (grid, block, stream, cluster)
+        key = (grid, block, stream, cluster, pdl)
         config = self._configs.get(key)
         if config is not None:
             return config
@@ -488,7 +485,7 @@ class Function:
             attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
             attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster, 1, 1
             attrs.append(attr)
-        if self.pdl:
+        if pdl:
             attr = driver.CUlaunchAttribute()
             attr.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
             attr.value.programmaticStreamSerializationAllowed = 1
@@ -500,33 +497,36 @@ class Function:
         self._configs[key] = config
         return config
 
-    def _ex_config(self, grid: tuple[int, int, int], threads: int, stream: int, cluster: int) -> int:
+    def _ex_config(self, grid: tuple[int, int, int], threads: int, stream: int, cluster: int,
+                   pdl: bool = False) -> int:
         """The address of _config's CUlaunchConfig for the ctypes cuLaunchKernelEx, kept with
         the object it points into (_config's own cache may drop it)."""
-        key = (grid, threads, stream, cluster)
+        key = (grid, threads, stream, cluster, pdl)
         made = self._ex_configs.get(key)
         if made is None:
-            config = self._config(grid, (threads, 1, 1), stream, cluster)
+            config = self._config(grid, (threads, 1, 1), stream, cluster, pdl)
             if len(self._ex_configs) > 256:
                 self._ex_configs.clear()
             made = self._ex_configs[key] = (config, int(config.getPtr()))
         return made[1]
 
     def launch(self, grid: tuple[int, int, int], threads: int, args: "PackedArgs", stream: int,
-               device_index: int, cluster: int = 1) -> None:
+               device_index: int, cluster: int = 1, pdl: bool = False) -> None:
         """Launch on `stream` with arguments packed once (PackedArgs), in thread-block
-        clusters of `cluster` blocks along x when it is above 1 (and as a programmatic
-        dependent when the kernel is one: pdl), in the device's primary context (a caller's
-        own current context is restored after)."""
+        clusters of `cluster` blocks along x when it is above 1, in the device's primary
+        context (a caller's own current context is restored after). pdl: as a programmatic
+        dependent of the grid before it in the stream, which may still run when this one
+        starts (only for a kernel that waits for it, griddepcontrol.wait, before it touches
+        global memory: KernelSpec.pdl)."""
         fast = _HOT[0] if _HOT else _resolve_hot()
-        extended = cluster > 1 or self.pdl  # launch attributes: cuLaunchKernelEx
+        extended = cluster > 1 or pdl  # launch attributes: cuLaunchKernelEx
         if fast is not None:
             launch, get_context, launch_ex = fast
             current = ctypes.c_void_p()
             get_context(ctypes.byref(current))
             if current.value == self.context:
                 if extended:
-                    status = launch_ex(self._ex_config(grid, threads, stream, cluster), self.handle_int,
+                    status = launch_ex(self._ex_config(grid, threads, stream, cluster, pdl), self.handle_int,
                                        args.address, None)
                 else:
                     status = launch(self.handle_int, grid[0], grid[1], grid[2], threads, 1, 1,
@@ -539,7 +539,7 @@ class Function:
         driver, _ = _bindings()
         with device_context(device_index):
             if extended:
-                status = driver.cuLaunchKernelEx(self._config(grid, (threads, 1, 1), stream, cluster),
+                status = driver.cuLaunchKernelEx(self._config(grid, (threads, 1, 1), stream, cluster, pdl),
                                                  self.handle, args.address, 0)
             else:
                 status = driver.cuLaunchKernel(self.handle, grid[0], grid[1], grid[2], threads, 1, 1,
@@ -564,11 +564,10 @@ class Function:
 
 
 def load_function(device_index: int, cubin: Cubin, name: str, smem_bytes: int, *,
-                  kernel: str | None = None, config: str | None = None, pdl: bool = False) -> Function:
+                  kernel: str | None = None, config: str | None = None) -> Function:
     """Load (once per device and cubin) and look up an extern "C" kernel by name; its max
-    dynamic shared memory is set here, once, not on every launch. pdl: launch it as a
-    programmatic dependent (a kernel that waits with griddepcontrol.wait)."""
-    key = (device_index, cubin.key, name, smem_bytes, pdl)
+    dynamic shared memory is set here, once, not on every launch."""
+    key = (device_index, cubin.key, name, smem_bytes)
     fn = _functions.get(key)
     if fn is not None:
         return fn
@@ -587,7 +586,7 @@ def load_function(device_index: int, cubin: Cubin, name: str, smem_bytes: int, *
         _check(driver.cuFuncSetAttribute(
             handle, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
             smem_bytes), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", **ctx)
-        fn = Function(handle, name, smem_bytes, kernel, config, int(primary_context(device_index)), pdl)
+        fn = Function(handle, name, smem_bytes, kernel, config, int(primary_context(device_index)))
         _functions[key] = fn
     return fn
 

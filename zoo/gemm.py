@@ -358,8 +358,9 @@ class Launch:
 
     def __init__(self, fn: cuda.Function, device_index: int, grid: tuple[int, int, int], threads: int,
                  cluster: int, args: list, split_k: tuple[int, int] | None = None,
-                 slots: tuple[int, int, int] | None = None, maps: bool = False):
+                 slots: tuple[int, int, int] | None = None, maps: bool = False, pdl: bool = False):
         self.fn, self.device_index, self.grid, self.threads, self.cluster = fn, device_index, grid, threads, cluster
+        self.pdl = pdl                  # a programmatic dependent of the grid before it (registry.dependent_launch)
         self.args = cuda.PackedArgs(args)
         self.split_k = split_k          # (workspace floats, counters); the last two arguments
         self.slots = slots              # argument indices of A, B and C
@@ -397,7 +398,7 @@ class Launch:
                 self.args.set(n - 2, bound[0])
                 self.args.set(n - 1, bound[1])
                 self.bound = bound
-        self.fn.launch(self.grid, self.threads, self.args, stream, self.device_index, self.cluster)
+        self.fn.launch(self.grid, self.threads, self.args, stream, self.device_index, self.cluster, self.pdl)
 
 
 class _Workspace(NamedTuple):
@@ -450,8 +451,7 @@ def compiled(spec: KernelSpec, cfg: TileConfig, dtype: str, out_dtype: str,
     cubin = cuda.compile_cubin(spec.source, spec.compile_arch(limits.cc), spec.defines(cfg),
                                kernel=spec.name, config=cfg.name)
     name = spec.entry[(dtype, out_dtype)] + ("_grouped" if grouped else "")
-    fn = cuda.load_function(device_index, cubin, name, spec.smem_bytes(cfg), kernel=spec.name, config=cfg.name,
-                            pdl=spec.pdl)
+    fn = cuda.load_function(device_index, cubin, name, spec.smem_bytes(cfg), kernel=spec.name, config=cfg.name)
     _loaded[key] = fn
     return fn
 
@@ -541,8 +541,10 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
                     (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32),
                     (lda, cuda.INT32), (ldb, cuda.INT32), ldc]
     slots = (0, 1, 4) if spec.tma_boxes else (0, 1, 2)
+    footprint = batch * ((m * k + k * n) * a.element_size() + m * n * c.element_size())
     return Launch(fn, device_index, grid, cfg.threads, cfg.cluster_size, args, split_k, slots,
-                  maps=bool(spec.tma_boxes))
+                  maps=bool(spec.tma_boxes),
+                  pdl=registry.dependent_launch(spec, device_limits(device_index), footprint))
 
 
 # ----------------------------------------------------------------------------- grouped launches

@@ -48,9 +48,9 @@ class KernelSpec:
     cluster_sizes: tuple[int, ...] = (1,)  # thread-block cluster sizes it supports (along M, and along N)
     pingpong: bool = False               # configs may set pingpong: consumers take whole tiles in turn
     swap_ab: bool = False                # configs may set swap_ab: the MMA computes C^T tiles
-    # Launched as a programmatic dependent of the grid before it in the stream: the kernel waits
-    # for that grid (griddepcontrol.wait) before touching global memory, so its launch and
-    # set-up overlap that grid's last tiles.
+    # May be launched as a programmatic dependent of the grid before it in the stream: the
+    # kernel waits for that grid (griddepcontrol.wait) before touching global memory, so its
+    # launch and set-up can overlap that grid's last tiles (registry.dependent_launch: when).
     pdl: bool = False
     split_k: bool = False                # can cut K into units reduced through a workspace
     pipeline: str = ""                   # how K-tiles are staged; {stages} and {ahead} filled per config

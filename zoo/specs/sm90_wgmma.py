@@ -134,9 +134,9 @@ SM90_GEMM = KernelSpec(
                     (r"\bHMMA\.", "HMMA (the legacy tensor-core path)")),
     description="TMA + mbarrier ring, warp-specialized producer/consumers, wgmma, persistent",
     thread_layout=_sm90_threads, launch_registers=_sm90_launch_registers, persistent=True,
-    # pdl=False: the kernels are ready for programmatic dependent launch (they wait, ACQBULK
-    # below), but launched so it lost as much as it won (NOTES.md, "Programmatic dependent launch").
-    cluster_sizes=(1, 2, 4), split_k=True, pingpong=True, swap_ab=True, pdl=False,
+    # pdl: they wait for the grid before them (ACQBULK above); registry.dependent_launch
+    # says which launches overlap it (NOTES.md, "Programmatic dependent launch").
+    cluster_sizes=(1, 2, 4), split_k=True, pingpong=True, swap_ab=True, pdl=True,
     exports={("float16", "float32"): "zoo_gemm_sm90", ("float16", "float16"): "zoo_gemm_sm90_half",
              ("bfloat16", "float32"): "zoo_gemm_sm90_bf16", ("bfloat16", "bfloat16"): "zoo_gemm_sm90_bf16_bf16"},
     pipeline="{stages}-stage TMA ring with full/empty mbarriers: the producer warpgroup runs up "
