@@ -62,9 +62,9 @@ def dependent_launch(spec: KernelSpec, limits: ArchLimits, footprint_bytes: int)
     (its blocks start, and wait, while that grid finishes): for kernels that wait for it
     (spec.pdl) whose operands and result, `footprint_bytes`, fit in L2. Measured on an H100
     in eager loops against the same launches without it (NOTES.md, "Programmatic dependent
-    launch"): 128 x 4096 x 4096 and 1024 x 4096 x 4096 (34 and 48 MB) 13% and 5% faster; 128 x
-    11008 x 4096, 128 x 4096 x 11008 and 16384 x 11008 x 4096 (94-490 MB, read from DRAM)
-    4-6% slower, for a reason not found."""
+    launch"): 1024 x 4096 x 4096 (48 MB) 3-5% faster in two runs, 128 x 4096 x 4096 (34 MB)
+    12% in one and even in the other; 128 x 11008 x 4096, 128 x 4096 x 11008 and 16384 x 11008
+    x 4096 (94-490 MB, read from DRAM) 4-6% slower, for a reason not found."""
     return spec.pdl and footprint_bytes <= limits.l2_bytes
 
 

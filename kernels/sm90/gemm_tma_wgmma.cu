@@ -750,9 +750,9 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
   }
   // Peers arrive on these barriers and multicast into this CTA: all must be initialised first.
   if constexpr (CLUSTER > 1) cluster_sync(); else __syncthreads();
-  // Launched as a programmatic dependent (KernelSpec.pdl; off by default: NOTES.md,
-  // "Programmatic dependent launch"), the grid gets here while the grid before it in the
-  // stream may still run: every thread waits for it before its first global read or write
+  // Launched as a programmatic dependent (registry.dependent_launch: problems that fit in L2;
+  // NOTES.md, "Programmatic dependent launch"), the grid gets here while the grid before it
+  // in the stream may still run: every thread waits for it before its first global read or write
   // (A, B, C, the split-K workspace and counters, a grouped launch's table). All of this
   // grid's blocks are resident (persistent), so the next grid may start now: its blocks take
   // SMs as these exit and run up to here under this grid's last tiles. Without the attribute
