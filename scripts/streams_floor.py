@@ -5,7 +5,8 @@ torch.bmm, each captured once per input set and replayed, device time with the G
 ahead of the host (as `zoo batched`). Then the kernels' start and end offsets in one replay
 of each (torch.profiler).
 
-    python3 scripts/streams_floor.py [CONFIG ...]   (configs for the streams mode; default auto)
+    python3 scripts/streams_floor.py [CONFIG[:nopdl] ...]   (configs for the streams mode;
+    default auto; ":nopdl": its launches made without the dependent-launch attribute)
 """
 import json
 import os
@@ -17,7 +18,7 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 import zoo
-from zoo import bench, gemm
+from zoo import bench, gemm, registry
 
 B, M, N, K = 10, 768, 768, 1024
 h = torch.float16
@@ -67,11 +68,20 @@ cases = {
     "fill x10 on 10 streams": lambda s: fork_join(lambda i: outs[s][i, 0, :8].fill_(0)),
     "fill x1": lambda s: lambda: outs[s][0, 0, :8].fill_(0),
 }
+no_pdl = set()
 for config in sys.argv[1:] or ["auto"]:
-    cfg = None if config == "auto" else config
+    name, _, flag = config.partition(":")
+    cfg = None if name == "auto" else name
     cases[f"zoo.bmm streams {config}"] = (lambda c: lambda s: lambda: zoo.bmm(
         *inputs[s], mode="streams", out=outs[s], config=c))(cfg)
-made = {name: graphs(make) for name, make in cases.items()}
+    if flag == "nopdl":
+        no_pdl.add(f"zoo.bmm streams {config}")
+rule = registry.dependent_launch
+made = {}
+for name, make in cases.items():  # plans are made at a case's first call, under the rule set here
+    gemm.registry.dependent_launch = (lambda *_: False) if name in no_pdl else rule
+    made[name] = graphs(make)
+gemm.registry.dependent_launch = rule
 for name, gs in made.items():
     if "fill" not in name:
         gs[0].replay()

@@ -89,7 +89,7 @@ def test_sm80_rules_match_the_kernels_static_asserts():
     (dict(block_k=32), "block_k 32 must be 64: one 128-byte swizzled row"),
     (dict(warp_m=192, block_m=384), "warp_m 192 must be 64 or 128"),
     (dict(warp_m=128, block_m=256), "256 fp32 accumulators do not fit the consumers' 232 registers"),
-    (dict(warp_n=96, block_n=96), "warp_n 96 must be 128, 192 or 256"),
+    (dict(warp_n=96, block_n=96), "warp_n 96 must be 64, 128, 192 or 256"),
     (dict(block_m=64, threads=256), "1 consumer warpgroups; the kernel's register split assumes 2"),
     (dict(threads=256), r"threads 256 != 128 x \(1 producer \+ 2 consumer warpgroups\)"),
     (dict(stages=5), r"needs 279648 B of shared memory per block; H100 SXM5 \(sm_90a\) allows 232448 B"),

@@ -4,6 +4,7 @@ from dataclasses import replace
 import pytest
 
 from zoo import ZooError, arch, registry
+from zoo import configs as cfgs
 from zoo.registry import Problem
 
 H100 = arch.offline("sm_90a")
@@ -113,9 +114,9 @@ def test_wave_cost_prefers_the_listed_tile_unless_a_later_one_fills_the_gpu():
     assert registry.pick_config(spec, H100, Problem(4096, 4096, 4096)).name == "128x256"
     # 1024 x 4096: 128 tiles of 128x256 on 132 SMs is one wave, as good as 256 tiles of 128x128.
     assert registry.pick_config(spec, H100, Problem(1024, 4096, 4096)).name == "128x256"
-    # 128 x 4096: 16 tiles of 128x256 leave 116 SMs idle; 32 of 128x128 halve the time per SM,
-    # 64 of 64x128 halve it again (on an H100: 108.8% of torch.mm against 102.8% with 128x128).
-    small = Problem(128, 4096, 4096)
+    # 256 x 4096: 32 tiles of 128x256 leave 100 SMs idle; 64 of 128x128 halve the time per SM,
+    # 128 of 64x128 halve it again.
+    small = Problem(256, 4096, 4096)
     assert registry.wave_cost(spec, spec.config("128x128"), H100, small) * 2 == \
         registry.wave_cost(spec, spec.config("128x256"), H100, small)
     assert registry.pick_config(spec, H100, small).name == "64x128pp"
@@ -141,6 +142,36 @@ def test_swap_ab_tiles_only_where_they_measured_faster():
     # Grouped launches (zoo.bmm) keep the wave-cost choice.
     group = (Problem(16, 4096, 4096),) * 4
     assert not registry.pick_config(spec, H100, group[0], group).swap_ab
+
+
+def test_narrow_tiles_only_for_skinny_grids_they_fill():
+    spec = registry.SM90_GEMM
+    narrow = spec.config("64x64pp")
+    assert narrow.narrow
+    # Never by wave cost alone: 64x64 tiles would win every grid over a wave on paper too
+    # (128 x 11008: 344 of them against 86 of 128x128, measured 42.8 us against 35.1).
+    for shape in ((4096, 4096, 4096), (1024, 1024, 1024), (256, 4096, 4096), (128, 11008, 4096)):
+        assert not registry.pick_config(spec, H100, Problem(*shape)).narrow, shape
+    # 128 rows of 4096-wide weights: 64 tiles of 64x128 leave half the SMs idle (and would split
+    # K); 128 narrow tiles fill a wave unsplit.
+    for shape in ((128, 4096, 4096), (128, 4096, 11008), (64, 8192, 4096)):
+        assert registry.pick_config(spec, H100, Problem(*shape)) == narrow, shape
+        assert registry.split_k(spec, narrow, *shape, H100.sm_count) == 1
+    # Part-filled narrow tiles (96 or 100 rows) measured no faster: the listed tile.
+    for m in (96, 100):
+        assert registry.pick_config(spec, H100, Problem(m, 4096, 4096)).name == "64x128pp"
+    # Narrow tiles still under half a wave (64 x 4096: 64 of them) keep the listed tile, split.
+    assert registry.pick_config(spec, H100, Problem(64, 4096, 4096)).name == "64x128pp"
+    # More rows than NARROW_MAX_M, or few enough for the swap tiles: never narrow.
+    above = Problem(registry.NARROW_MAX_M + 1, 2048, 4096)
+    assert registry.pick_config(spec, H100, above).name == "64x128pp"
+    assert registry.pick_config(spec, H100, Problem(16, 4096, 4096)).name == "16x128s"
+    # Grouped launches (zoo.bmm) keep the wave-cost choice.
+    group = (Problem(128, 4096, 4096),) * 2
+    assert not registry.pick_config(spec, H100, group[0], group).narrow
+    # The flag is data: a config file may mark any tile narrow, and it must be 0 or 1.
+    with pytest.raises(ZooError, match="narrow"):
+        cfgs.parse("bad", {**{k: v for k, v in vars(narrow).items() if k != "name"}, "narrow": 2})
 
 
 def test_b_rows_off_32_byte_sectors_take_the_configs_cluster_twin():

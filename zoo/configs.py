@@ -44,6 +44,7 @@ class TileConfig:
     cluster_n: int = 1  # and along N (a row of tiles sharing A)
     pingpong: int = 0  # 1: two consumer warpgroups own whole tiles and take them in turn (sm90)
     swap_ab: int = 0  # 1: the MMA computes C^T = B^T A^T, its M along C's columns (sm90, skinny M)
+    narrow: int = 0  # 1: out of the wave-cost choice; registry.narrow_choice takes it for skinny M
 
     @property
     def warps(self) -> int:
@@ -61,11 +62,12 @@ class TileConfig:
                 f"{self.threads} thr, {self.stages} stages"
                 + (f", cluster {self.cluster_m}x{self.cluster_n}" if self.cluster_size > 1 else "")
                 + (", ping-pong consumers" if self.pingpong else "")
-                + (", swap-AB (C^T tiles)" if self.swap_ab else ""))
+                + (", swap-AB (C^T tiles)" if self.swap_ab else "")
+                + (", narrow (skinny M only)" if self.narrow else ""))
 
 
 _INT_FIELDS = tuple(f.name for f in fields(TileConfig) if f.name != "name")
-_FLAGS = ("pingpong", "swap_ab")  # 0 or 1
+_FLAGS = ("pingpong", "swap_ab", "narrow")  # 0 or 1
 _REQUIRED = tuple(f.name for f in fields(TileConfig) if f.name not in ("name", "group_m", "cluster_m", "cluster_n") + _FLAGS)
 
 

@@ -99,6 +99,13 @@ def eligible(cc: tuple[int, int], problem: Problem | None = None, op: str = "gem
 # split), and lost at M = 64 and 128 (their B tiles are re-read per 16 or 32 rows).
 SWAP_AB_MAX_M = 16
 
+# Narrow tiles (`narrow: 1`, 64x64) measured on an H100 against the wave-cost choice, inputs out
+# of L2 (NOTES.md, "Narrow tiles for 128-row weights"): 128 x 4096 x 4096 and 128 x 4096 x 11008
+# faster than 64x128pp in two K slices, as fast as cuBLAS's 64x64 tiles; but slower where they
+# take more than one wave (128 x 11008 x 4096) or stay under half of one and split K
+# (64 x 4096 x 4096), and no faster for 96 or 100 rows. Measured up to two whole 64-row tiles.
+NARROW_MAX_M = 128
+
 MIN_RESIDENT_WARPS = 8  # fewer warps per SM leave the register-prefetch pipeline's latency exposed
 WAVE_SLACK = 0.25  # later configs are less efficient per tile (measured): one must save this much
 
@@ -137,12 +144,14 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
     launch, `group` holds all its problems and their tiles are counted together. One GEMM whose
     B rows start off 32-byte sectors, with two tile rows or more and tiles for half the SMs or
     more, gets the chosen tile's 2-CTA twin (b_rows_off_sectors). Swap-AB tiles stay out of the
-    wave-cost choice; one GEMM gets one where they measured faster (swap_ab_choice)."""
+    wave-cost choice; one GEMM gets one where they measured faster (swap_ab_choice); so do
+    narrow tiles (narrow_choice)."""
     valid = [c for c in spec.configs if not cfgs.problems(c, spec, limits)]
     if not valid:
         raise ZooError(f"no config of {spec.name} fits {limits.part} ({limits.arch})")
     swapped = [c for c in valid if c.swap_ab]
-    valid = [c for c in valid if not c.swap_ab] or swapped
+    narrow = [c for c in valid if c.narrow and not c.swap_ab]
+    valid = [c for c in valid if not c.swap_ab and not c.narrow] or swapped
     preferred = [c for c in valid if resident_warps(spec, c, limits) >= MIN_RESIDENT_WARPS] or valid
     costs = {c: wave_cost(spec, c, limits, problem, sum(c.tiles(p.m, p.n) for p in group) if group else None)
              for c in preferred}
@@ -150,6 +159,8 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
     chosen = next(c for c in preferred if costs[c] <= cheapest * (1 + WAVE_SLACK))
     if swapped and not group and not chosen.swap_ab:
         chosen = swap_ab_choice(spec, swapped, limits, problem, chosen)
+    if narrow and not group and not chosen.swap_ab:
+        chosen = narrow_choice(spec, narrow, limits, problem, chosen)
     if spec.tma_boxes and not group and not chosen.swap_ab and b_rows_off_sectors(problem) and \
             problem.m > chosen.block_m and 2 * chosen.tiles(problem.m, problem.n) >= limits.sm_count:
         return next((c for c in valid if c.cluster_m == 2 and c.cluster_n == 1 and
@@ -171,6 +182,22 @@ def swap_ab_choice(spec: KernelSpec, swapped: list[cfgs.TileConfig], limits: Arc
             split_k(spec, chosen, m, n, k, limits.sm_count // chosen.cluster_size) == 1:
         costs = [wave_cost(spec, c, limits, problem) for c in swapped]
         return swapped[costs.index(min(costs))]
+    return chosen
+
+
+def narrow_choice(spec: KernelSpec, narrow: list[cfgs.TileConfig], limits: ArchLimits, problem: Problem,
+                  chosen: cfgs.TileConfig) -> cfgs.TileConfig:
+    """The first narrow tile instead of `chosen` for one GEMM of at most NARROW_MAX_M rows, in
+    whole narrow tiles, whose chosen tiles leave over half the SMs idle and whose narrow ones
+    fill half a wave to one: twice the CTAs, each streaming its own columns of B, where
+    `chosen` would split K. (96 and 100 rows, part-filled tiles, measured no faster.)"""
+    m, n = problem.m, problem.n
+    if m > NARROW_MAX_M or 2 * chosen.tiles(m, n) >= limits.sm_count:
+        return chosen
+    for c in narrow:
+        slots = limits.sm_count * max(resident_blocks(spec, c, limits), 1)
+        if m % c.block_m == 0 and limits.sm_count <= 2 * c.tiles(m, n) and c.tiles(m, n) <= slots:
+            return c
     return chosen
 
 

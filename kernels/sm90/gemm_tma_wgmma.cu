@@ -166,8 +166,8 @@ static_assert((TRANSPOSED ? WG_N : WG_M) == 64 || (!TRANSPOSED && WG_M == 128),
               "a consumer warpgroup issues wgmma m64 (or two row blocks of it)");
 static_assert(!PINGPONG || SLICES == 1, "ping-pong consumers own whole tiles");
 static_assert(SWAP_AB ? ((MMA_N == 8 || MMA_N == 16 || MMA_N == 32 || MMA_N == 64) && !TF32 && !PINGPONG)
-                      : (MMA_N == 128 || MMA_N == 192 || MMA_N == 256),
-              "wgmma wrappers exist for N = 128, 192 and 256 (swap-AB: 8, 16, 32, 64; cooperative consumers)");
+                      : (MMA_N == 64 || MMA_N == 128 || MMA_N == 192 || MMA_N == 256),
+              "wgmma wrappers exist for N = 64, 128, 192 and 256 (swap-AB: 8, 16, 32, 64; cooperative consumers)");
 #ifdef ZOO_B_K_MAJOR
 static_assert(!SWAP_AB, "swap-AB reads B N-major as wgmma's transposed A");
 #endif

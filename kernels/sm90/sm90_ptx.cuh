@@ -305,10 +305,11 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[R][N]) {
 #define ZOO_TRANS_AB "0, 1"
 #endif
 template <int N, bool BF16>
-struct Wgmma;  // N = 128, 192 or 256 columns per warpgroup
+struct Wgmma;  // N = 64, 128, 192 or 256 columns per warpgroup
 ZOO_WGMMA_WRAPPER(Wgmma, 256, ZOO_TRANS_AB, 128, 129, 130, ZOO_REGS128, ZOO_ACC128)
 ZOO_WGMMA_WRAPPER(Wgmma, 192, ZOO_TRANS_AB, 96, 97, 98, ZOO_REGS96, ZOO_ACC96)
 ZOO_WGMMA_WRAPPER(Wgmma, 128, ZOO_TRANS_AB, 64, 65, 66, ZOO_REGS64, ZOO_ACC64(0))
+ZOO_WGMMA_WRAPPER(Wgmma, 64, ZOO_TRANS_AB, 32, 33, 34, ZOO_REGS32, ZOO_ACC32)
 
 // Swap-AB: A(64x16) M-major (imm-trans-a = 1), B(16xN) K-major (imm-trans-b = 0), N = 8..64:
 // A is a 64-column box of the GEMM's B stage, B the GEMM's A rows, so D is a transposed slice

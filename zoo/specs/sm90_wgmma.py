@@ -74,8 +74,8 @@ def _sm90_rules(c: cfgs.TileConfig) -> list[str]:
                        f"the block tile {c.block_m}x{c.block_n}, with block_m 64 or 128 (one or two wgmma m64)")
     elif c.warp_m not in (64, 128):
         out.append(f"warp_m {c.warp_m} must be 64 or 128: a consumer warpgroup issues one or two wgmma m64")
-    if c.warp_n not in (128, 192, 256) and not c.swap_ab:
-        out.append(f"warp_n {c.warp_n} must be 128, 192 or 256 (the wgmma N the kernel instantiates)")
+    if c.warp_n not in (64, 128, 192, 256) and not c.swap_ab:
+        out.append(f"warp_n {c.warp_n} must be 64, 128, 192 or 256 (the wgmma N the kernel instantiates)")
     if c.block_n % TMA_SWIZZLE_COLS:
         out.append(f"block_n {c.block_n} must be a multiple of {TMA_SWIZZLE_COLS} (whole 128-byte B boxes)")
     # Each CTA of a cluster multicasts 1/cluster_n of A's rows and 1/cluster_m of B's K rows:
@@ -123,7 +123,7 @@ SM90_GEMM = KernelSpec(
            ("float16", "float32"): "zoo_gemm_sm90_f16_f32out",
            ("bfloat16", "bfloat16"): "zoo_gemm_sm90_bf16_bf16out",
            ("bfloat16", "float32"): "zoo_gemm_sm90_bf16_f32out"},
-    aligned_rows=True, mma_shape=(64, 8, 16), stages=tuple(range(2, 9)),
+    aligned_rows=True, mma_shape=(64, 8, 16), stages=tuple(range(2, 17)),
     smem_bytes=_sm90_smem, rules=_sm90_rules,
     sass_required=((r"\bHGMMA\.", "HGMMA"), (r"\bUTMALDG\b", "UTMALDG"),
                    (r"\bSYNCS\.", "SYNCS (mbarrier)"), (r"\bUSETMAXREG\b", "USETMAXREG"),
