@@ -92,7 +92,9 @@ def host_table():
         print(f"{shape:16s} " + " ".join(f"{res[x]:13.2f}" for x in names) + f"  {choice} pdl={pdl} grid={grid}")
 
 
-def kernel_spans(fn, sets, calls=40):
+def kernel_events(fn, sets, calls=40) -> list[dict]:
+    """torch.profiler's kernel events (chrome-trace dicts, by start) of `calls` calls of
+    fn(set), the sets taken in turn after one warm call each."""
     for s in range(sets):
         fn(s)
     torch.cuda.synchronize()
@@ -104,7 +106,11 @@ def kernel_spans(fn, sets, calls=40):
     prof.export_chrome_trace(path)
     events = [e for e in json.load(open(path))["traceEvents"] if e.get("cat") == "kernel"]
     os.unlink(path)
-    events.sort(key=lambda e: e["ts"])
+    return sorted(events, key=lambda e: e["ts"])
+
+
+def kernel_spans(fn, sets, calls=40):
+    events = kernel_events(fn, sets, calls)
     ends = [e["ts"] + e["dur"] for e in events]
     gaps = [e["ts"] - x for x, e in zip(ends, events[1:])]
     names = sorted({e["name"][:70] for e in events})

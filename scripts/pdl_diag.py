@@ -10,17 +10,14 @@ same zoo.mm launches with the attribute on and off, side by side with torch.mm i
 
     python3 scripts/pdl_diag.py [MxNxK ...]
 """
-import json
-import os
 import statistics
 import sys
-import tempfile
 
 import torch
-from torch.profiler import ProfilerActivity, profile
 
 import zoo
 from zoo import bench, gemm
+from eager_probe import kernel_events  # noqa: E402 - scripts/, next to this one
 
 PDL = [None]
 # Each launch goes as a programmatic dependent when PDL[0] says so (None: as the registry says).
@@ -36,18 +33,7 @@ def zoo_call(a, b, pdl):
 
 
 def kernel_spans(fn, calls=30):
-    for s in range(3):
-        fn(s % 2)
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for i in range(calls):
-            fn(i % 2)
-        torch.cuda.synchronize()
-    path = tempfile.mktemp(suffix=".json")
-    prof.export_chrome_trace(path)
-    events = [e for e in json.load(open(path))["traceEvents"] if e.get("cat") == "kernel"]
-    os.unlink(path)
-    events.sort(key=lambda e: e["ts"])
+    events = kernel_events(fn, 2, calls)
     durs = [e["dur"] for e in events]
     ends = [e["ts"] + e["dur"] for e in events]
     periods = [y - x for x, y in zip(ends, ends[1:])]
