@@ -1,5 +1,5 @@
 """Where an eager zoo.mm call of a 128-row LLM shape spends its time, against torch.mm in the
-same run (NOTES.md, "Eager 128-row calls"):
+same run (NOTES.md, "Narrow tiles for 128-row weights"):
 
 1. host: the cost of issuing a call alone. The GPU is held by a sleep kernel while `calls`
    calls are issued, so the wall time is the host's only (the sleep outlasts them: checked).

@@ -1,5 +1,5 @@
 """One zoo.mm (a config and split-K count forced) or torch.mm launch of MxNxK fp16 for ncu to
-profile, after a warm-up launch (NOTES.md, "Eager 128-row calls"):
+profile, after a warm-up launch (NOTES.md, "Narrow tiles for 128-row weights"):
 
     ncu --launch-skip 1 -k regex:'zoo_gemm|nvjet' python3 scripts/skinny_ncu.py 128x4096x4096 64x128pp 2
     ncu ... python3 scripts/skinny_ncu.py 128x4096x4096 torch
@@ -9,7 +9,7 @@ import sys
 import torch
 
 import zoo
-from zoo import gemm
+from eager_probe import force  # scripts/, next to this one
 
 m, n, k = (int(x) for x in sys.argv[1].split("x"))
 config = sys.argv[2]
@@ -19,10 +19,7 @@ b = torch.randn(k, n, device="cuda", dtype=torch.float16)
 if config == "torch":
     call = lambda: torch.mm(a, b)  # noqa: E731
 else:
-    def choose(limits, problem, device_index, kernel, cfg):
-        spec, tile = gemm._select(limits, problem, kernel_name="sm90_gemm_tma_wgmma", config_name=config)
-        return spec, tile, splits
-    gemm._choose = choose
+    force(kernel="sm90_gemm_tma_wgmma", config=config, splits=splits)
     call = lambda: zoo.mm(a, b)  # noqa: E731
 for _ in range(2):
     c = call()

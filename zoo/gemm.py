@@ -29,7 +29,6 @@ _select = functools.lru_cache(maxsize=1024)(registry.select)
 
 
 @functools.lru_cache(maxsize=None)
-@functools.lru_cache(maxsize=None)
 def device_limits(device_index: int) -> arch.ArchLimits:
     """The device's hardware facts, read once per device (a dozen driver attribute queries that
     planning a launch would otherwise repeat)."""
