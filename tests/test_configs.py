@@ -176,3 +176,16 @@ def test_swap_ab_is_a_flag_of_the_kernels_that_have_it(tmp_path):
     assert sm90.tma_boxes(swapped, 2) == ((16, 64), (64, 64), (16, 64))
     assert sm90.tma_boxes(sm90.config("64x64s"), 4) == ((64, 64), (64, 64), (32, 32))
     assert sm90.tma_boxes(sm90.config("128x128"), 2)[2] == (64, 64)
+
+
+def test_stream_k_is_a_flag_of_the_kernels_that_have_it():
+    sm90 = registry.SM90_GEMM
+    big = sm90.config("128x256")
+    assert big.stream_k == 1 and "stream-K" in big.describe()
+    assert sm90.defines(big)["ZOO_STREAM_K"] == 1
+    assert "ZOO_STREAM_K" not in sm90.defines(sm90.config("128x192pp"))
+    with pytest.raises(ConfigError, match="stream-K runs without clusters"):
+        configs.validate(replace(big, cluster_m=2), sm90, arch.offline("sm_90a"))
+    for other in (registry.SM90_TF32, registry.SM90_CONV):
+        with pytest.raises(ConfigError, match=f"{other.name} has no stream-K scheduler"):
+            configs.validate(replace(other.configs[0], stream_k=1), other, arch.offline("sm_90a"))

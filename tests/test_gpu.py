@@ -230,6 +230,37 @@ def test_sm90_split_k_for_grids_under_one_wave():
                       getattr(torch, out_dtype), kernel=spec.name, config=cfg.name)
 
 
+def test_sm90_stream_k_spreads_the_last_wave_along_k():
+    """Grids whose last wave would leave SMs idle: the tiles after the whole waves are cut into
+    one run of K-tiles per CTA, and the parts of each tile add up through the workspace (2-3,
+    3-4 and 11-12 parts a tile here, ragged edges, K off the tile size, every dtype pair, a batch, and
+    launches back to back on a stream, which share its counters)."""
+    lim = gemm.device_limits(torch.cuda.current_device())
+    spec = registry.SM90_GEMM
+    if not spec.runs_on(lim.cc):
+        pytest.skip(f"{spec.name} runs on CC 9.0 only; this GPU is {lim.cc}")
+    cfg = spec.config("128x256")
+    gen = torch.Generator(device="cuda").manual_seed(23)
+    for (m, n, k), pairs in (((2304, 2816, 2048), spec.entry), ((2000, 2600, 3000), spec.entry),
+                             ((2304, 2048, 8192), [("float16", "float16")])):
+        for dtype, out_dtype in pairs:
+            a = rand(m, k, gen=gen, dtype=getattr(torch, dtype))
+            b = rand(k, n, gen=gen, dtype=getattr(torch, dtype))
+            plan = gemm.plan_call(a, b, getattr(torch, out_dtype), spec.name, cfg.name, None, None)
+            assert plan.launch.stream_k > 0, (m, n, k)
+            outs = [torch.full((m, n), float("nan"), device="cuda", dtype=getattr(torch, out_dtype)) for _ in range(2)]
+            for out in outs:  # no synchronize in between: the second reuses the counters the first left zeroed
+                zoo.mm(a, b, out=out, kernel=spec.name, config=cfg.name)
+            for out in outs:
+                res = bench.verify(a, b, out)
+                assert res.ok, f"stream-K {m}x{n}x{k} {dtype}->{out_dtype}: {res.describe()}"
+    a, b = rand(5, 1024, 4096, gen=gen), rand(5, 4096, 1024, gen=gen)  # 5 x 32 tiles: 28 after a wave
+    resident = gemm.compiled(spec, cfg, "float16", "float16", torch.cuda.current_device()) \
+        .resident_clusters(cfg.threads, cfg.cluster_size, lim.sm_count)
+    assert registry.stream_k_tiles(spec, cfg, 1024, 1024, 4096, resident, batch=5) > 0
+    check_batch(a, b, zoo.bmm(a, b, config=cfg.name))
+
+
 def test_repeated_calls_reuse_one_plan_per_layout():
     """zoo.mm keeps the worked-out launch per layout (not per address): later calls with fresh
     buffers of that layout patch the addresses and stay right, split-K included (its

@@ -242,6 +242,25 @@ def test_split_k_only_under_one_wave_and_never_an_empty_slice():
         assert (splits - 1) * per < k_tiles and splits <= registry.MAX_SPLITS
 
 
+def test_stream_k_only_for_a_part_filled_last_wave_with_runs_deep_enough():
+    spec = registry.SM90_GEMM
+    big = spec.config("128x256")
+    assert registry.stream_k_tiles(spec, big, 8192, 8192, 8192, 132) == 68       # 2048 tiles: 15 waves + 68
+    assert registry.stream_k_tiles(spec, big, 4096, 4096, 4096, 132) == 0        # 3 waves + 116: measured slower
+    assert registry.stream_k_tiles(spec, big, 4096, 4096, 4096, 128) == 0        # 4 whole waves
+    assert registry.stream_k_tiles(spec, big, 1024, 4096, 4096, 132) == 0        # under one wave: split-K's
+    assert registry.stream_k_tiles(spec, big, 2048, 4096, 4096, 132) == 0        # 124 of 132: little to gain
+    assert registry.stream_k_tiles(spec, big, 2304, 2048, 256, 132) == 0         # 12 tiles x 4 K-tiles: runs too short
+    assert registry.stream_k_tiles(spec, big, 2304, 2048, 8192, 132) == 12       # x 128 K-tiles: runs of 11-12
+    assert registry.stream_k_tiles(spec, big, 1024, 1024, 4096, 132, batch=5) == 28  # a batch's tiles count together
+    # Only configs built with it, never in clusters.
+    assert registry.stream_k_tiles(spec, spec.config("128x192pp"), 4096, 4096, 4096, 132) == 0
+    assert registry.stream_k_tiles(spec, spec.config("128x256c2"), 4096, 4096, 4096, 66) == 0
+    # The kernel's run arithmetic is int32: tail x K-tiles x (CTAs + 1) must fit.
+    assert registry.stream_k_tiles(spec, big, 128 * 202, 256, 2**24, 132) == 0   # 70 x 2^18 x 133 > 2^31
+    assert registry.stream_k_tiles(spec, big, 128 * 202, 256, 2**16, 132) == 70
+
+
 @pytest.mark.parametrize("cc, tf32, expected", [
     ((7, 5), False, "sm75_sgemm_simt"), ((7, 5), True, "sm75_sgemm_simt"),
     ((8, 0), True, "sm75_sgemm_simt"), ((12, 0), True, "sm75_sgemm_simt"),

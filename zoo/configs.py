@@ -45,6 +45,7 @@ class TileConfig:
     pingpong: int = 0  # 1: two consumer warpgroups own whole tiles and take them in turn (sm90)
     swap_ab: int = 0  # 1: the MMA computes C^T = B^T A^T, its M along C's columns (sm90, skinny M)
     narrow: int = 0  # 1: out of the wave-cost choice; registry.narrow_choice takes it for skinny M
+    stream_k: int = 0  # 1: built with stream-K, for grids whose last wave leaves SMs idle (sm90, no clusters)
 
     @property
     def warps(self) -> int:
@@ -63,11 +64,12 @@ class TileConfig:
                 + (f", cluster {self.cluster_m}x{self.cluster_n}" if self.cluster_size > 1 else "")
                 + (", ping-pong consumers" if self.pingpong else "")
                 + (", swap-AB (C^T tiles)" if self.swap_ab else "")
-                + (", narrow (skinny M only)" if self.narrow else ""))
+                + (", narrow (skinny M only)" if self.narrow else "")
+                + (", stream-K tail" if self.stream_k else ""))
 
 
 _INT_FIELDS = tuple(f.name for f in fields(TileConfig) if f.name != "name")
-_FLAGS = ("pingpong", "swap_ab", "narrow")  # 0 or 1
+_FLAGS = ("pingpong", "swap_ab", "narrow", "stream_k")  # 0 or 1
 _REQUIRED = tuple(f.name for f in fields(TileConfig) if f.name not in ("name", "group_m", "cluster_m", "cluster_n") + _FLAGS)
 
 
@@ -128,9 +130,13 @@ def problems(config: TileConfig, kernel: "KernelSpec", limits: "ArchLimits") -> 
         out.append(f"{kernel.name} has no ping-pong consumers (pingpong must be 0)")
     if c.swap_ab and not kernel.swap_ab:
         out.append(f"{kernel.name} has no swap-AB variant (swap_ab must be 0)")
+    if c.stream_k and not kernel.stream_k:
+        out.append(f"{kernel.name} has no stream-K scheduler (stream_k must be 0)")
     if out:  # the kernel's own rules and its smem formula assume the tiling above holds
         return out
     out += kernel.rules(c)
+    if c.stream_k and c.cluster_size > 1:
+        out.append(f"stream-K runs without clusters (cluster {c.cluster_m}x{c.cluster_n})")
     smem = kernel.smem_bytes(c)
     if smem > limits.smem_per_block_optin:
         out.append(f"needs {smem} B of shared memory per block; {limits.part} ({limits.arch}) "

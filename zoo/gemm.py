@@ -370,6 +370,7 @@ class Launch:
         self.c_map = maps and args[2][0] is not None  # C goes out through its tensor map
         self.lock = threading.Lock()    # one thread patches and fires at a time
         self.choice: tuple | None = None  # (kernel, config, splits) zoo.mm chose, for zoo tune's tests
+        self.stream_k = 0               # tail tiles spread along K (plan_launch; registry.stream_k_tiles)
         self.bound: tuple[int, int] | None = None  # the split-K workspace the arguments point at
 
     def fire_at(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:
@@ -521,6 +522,7 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
         resident = _resident_clusters(spec, cfg, fn, device_index)
         if splits is None or not spec.split_k:
             splits = registry.split_k(spec, cfg, m, n, k, resident, batch) if alone else 1
+        tail = registry.stream_k_tiles(spec, cfg, m, n, k, resident, batch) if alone and splits == 1 else 0
         grid = spec.grid(cfg, m, n, resident, splits, batch)
         if grid[0] > INT32_MAX:
             raise ZooError(f"{m}x{n} needs {grid[0]} blocks of {cfg.block_m}x{cfg.block_n}; the grid allows {INT32_MAX}")
@@ -534,19 +536,24 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
             if splits > 1:  # fp32 partials per (tile, consumer warpgroup, split), and counts
                 slots = registry.stacks(cfg, m, n) * cfg.cluster_size * cfg.warps * batch
                 split_k = (slots * splits * cfg.warp_m * cfg.warp_n, slots)
+            elif tail:  # stream-K: fp32 partials per (CTA, run of its two), counts per (tail tile, warpgroup)
+                split_k = (2 * grid[0] * cfg.block_m * cfg.block_n, tail * cfg.warps)
             args = [(a_map, cuda.TENSOR_MAP), (b_map, cuda.TENSOR_MAP), (c_map, cuda.TENSOR_MAP), (int(c_tma), cuda.INT32),
                     (c.data_ptr(), cuda.POINTER), (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32), ldc,
                     (_matrix_stride(c), cuda.INT64), (batch, cuda.INT32),
-                    (splits, cuda.INT32), (0, cuda.POINTER), (0, cuda.POINTER)]  # workspace, counters: per fire
+                    (splits, cuda.INT32), (tail, cuda.INT32),
+                    (0, cuda.POINTER), (0, cuda.POINTER)]  # workspace, counters: per fire
         else:
             args = [(a.data_ptr(), cuda.POINTER), (b.data_ptr(), cuda.POINTER), (c.data_ptr(), cuda.POINTER),
                     (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32),
                     (lda, cuda.INT32), (ldb, cuda.INT32), ldc]
     slots = (0, 1, 4) if spec.tma_boxes else (0, 1, 2)
     footprint = batch * ((m * k + k * n) * a.element_size() + m * n * c.element_size())
-    return Launch(fn, device_index, grid, cfg.threads, cfg.cluster_size, args, split_k, slots,
-                  maps=bool(spec.tma_boxes),
-                  pdl=registry.dependent_launch(spec, device_limits(device_index), footprint))
+    launch = Launch(fn, device_index, grid, cfg.threads, cfg.cluster_size, args, split_k, slots,
+                    maps=bool(spec.tma_boxes),
+                    pdl=registry.dependent_launch(spec, device_limits(device_index), footprint))
+    launch.stream_k = tail
+    return launch
 
 
 # ----------------------------------------------------------------------------- grouped launches

@@ -57,6 +57,35 @@ def split_k(spec: KernelSpec, c: cfgs.TileConfig, m: int, n: int, k: int, reside
     return -(-k_tiles // per)
 
 
+# Stream-K for the last wave (configs with stream_k: 1). A tail of T tiles on G resident CTAs
+# takes a whole tile's time; cut along K over all G CTAs it takes T / G of it, plus the fp32
+# partials written and read back, and its CTAs read A and B at scattered K offsets. Measured
+# on an H100 against the same launch without it (NOTES.md, "Stream-K for the last wave"):
+# faster with tails of 9-52% of the CTAs (8192^3 +1.6%, 2304 x 2048 x 8192 +39%), slower with
+# 61-88% (4096^3 -11%).
+STREAM_K_MAX_FILL = 0.55
+INT32_MAX = 2**31 - 1
+
+
+def stream_k_tiles(spec: KernelSpec, c: cfgs.TileConfig, m: int, n: int, k: int, resident_clusters: int,
+                   batch: int = 1) -> int:
+    """How many tiles after the last whole wave a stream-K config spreads over every CTA along
+    K (0: none, each tile runs whole as usual): when the tiles (of all `batch` matrices) take
+    more than one wave and the last leaves over 1 - STREAM_K_MAX_FILL of the CTAs idle, and
+    each CTA's run of K-tiles is at least MIN_SPLIT_K_TILES deep (as a split-K slice)."""
+    if not (spec.stream_k and c.stream_k) or c.cluster_size != 1 or resident_clusters <= 0:
+        return 0
+    tiles = c.tiles(m, n) * batch
+    tail = tiles % resident_clusters
+    k_tiles = -(-k // c.block_k)
+    if tiles <= resident_clusters or tail == 0 or tail > STREAM_K_MAX_FILL * resident_clusters:
+        return 0
+    if tail * k_tiles < MIN_SPLIT_K_TILES * resident_clusters or \
+            tail * k_tiles * (resident_clusters + 1) > INT32_MAX:  # the kernel's run arithmetic is int32
+        return 0
+    return tail
+
+
 def dependent_launch(spec: KernelSpec, limits: ArchLimits, footprint_bytes: int) -> bool:
     """Whether a launch goes as a programmatic dependent of the grid before it in its stream
     (its blocks start, and wait, while that grid finishes): for kernels that wait for it
@@ -164,7 +193,8 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
     if spec.tma_boxes and not group and not chosen.swap_ab and b_rows_off_sectors(problem) and \
             problem.m > chosen.block_m and 2 * chosen.tiles(problem.m, problem.n) >= limits.sm_count:
         return next((c for c in valid if c.cluster_m == 2 and c.cluster_n == 1 and
-                     replace(c, name=chosen.name, cluster_m=chosen.cluster_m) == chosen), chosen)
+                     replace(c, name=chosen.name, cluster_m=chosen.cluster_m, stream_k=chosen.stream_k) == chosen),
+                    chosen)
     return chosen
 
 

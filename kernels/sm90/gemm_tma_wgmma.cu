@@ -42,6 +42,11 @@
 //   splits > 1 (split-K, for grids under one wave): each tile's K-tiles are cut into `splits`
 //   units; workspace holds their fp32 partials and counters (zeroed, left zeroed; one int per tile and
 //   consumer) counts them in; the last unit of a tile reduces and stores it.
+//   stream_k > 0 (stream-K, ZOO_STREAM_K builds, splits 1, no clusters: grids over one wave
+//   whose last wave would leave SMs idle): the stream_k tiles after the last whole wave are
+//   laid end to end along K and cut into one run of K-tiles per CTA (Scheduler); their parts
+//   reduce as split-K's units do, with partials per CTA and run (2 x gridDim.x x BM x BN
+//   floats) and a counter per tail tile and consumer.
 //
 // Pipeline (warp-specialized): warpgroup 0 is the producer: one thread issues the TMA loads of
 //   each K-tile into a ring of STAGES shared-memory buffers, after waiting on that stage's
@@ -95,6 +100,9 @@
 #ifndef ZOO_SWAP_AB
 #define ZOO_SWAP_AB 0
 #endif
+#ifndef ZOO_STREAM_K
+#define ZOO_STREAM_K 0
+#endif
 
 namespace zoo_sm90 {
 
@@ -128,6 +136,10 @@ constexpr int CLUSTER = CLUSTER_M * CLUSTER_N;
 // tiles in turn, so one's epilogue and the start of its next tile run under the other's
 // MMAs. Else the consumers split every tile between them (cooperative).
 constexpr bool PINGPONG = ZOO_PINGPONG != 0;
+// ZOO_STREAM_K (configs with stream_k: 1): the scheduler can spread the tiles past the last
+// whole wave over every CTA along K (Scheduler). Built only where asked: its arithmetic needs
+// registers the 192-accumulator consumers do not have.
+constexpr bool STREAM_K = ZOO_STREAM_K != 0 && CLUSTER == 1;
 constexpr int M_SUBS = TRANSPOSED ? 1 : WG_M / 64;  // wgmma m64 row blocks of a consumer's slice
 constexpr int SLICES = (BM / WG_M) * (BN / WG_N);   // consumer slices per tile
 constexpr int CONSUMERS = PINGPONG ? 2 : SLICES;
@@ -308,11 +320,14 @@ static_assert(sizeof(TensorMap) == 128 && sizeof(GroupEntry) == 448,
               "zoo/gemm.py packs 448-byte entries: 3 maps, then C at 384, six ints at 392");
 
 // A unit of work: tile (tile_m, tile_n) of matrix `matrix` of GEMM `g`'s batch, its K-tiles
-// [kt_begin, kt_end), split `split` of `splits`.
+// [kt_begin, kt_end), split `split` of `splits`. Stream-K units: part `split` of the `parts`
+// that add up to tail tile `tail_tile` (0 parts: an empty run, nothing to do), the first of
+// which keeps its partial in slot `first_slot` (split_k_reduce); else tail_tile = -1.
 template <typename OutT>
 struct Work {
   Gemm<OutT> g;
   int matrix, tile_m, tile_n, kt_begin, kt_end, split;
+  int parts = 1, tail_tile = -1, first_slot = 0;
 };
 
 // Tile scheduler: a cluster owns stacks of CLUSTER_M x CLUSTER_N tiles (a column of the stack
@@ -321,13 +336,20 @@ struct Work {
 // With split-K (grids under one wave), each stack is `splits` units over slices of K. A
 // batched launch walks its matrices one after the other, a grouped launch the GEMMs of its
 // table.
+// Stream-K (STREAM_K builds, tail_tiles > 0): the tiles of the whole waves go one per unit as
+// usual; the tail_tiles after them, which would leave SMs idle in a last wave, are laid end
+// to end along K (tail x k_tiles K-tiles) and cut into one run per CTA, equal to within one
+// K-tile. A run is at most k_tiles long, so it meets at most two tiles: each CTA gets two
+// more units, the part of its run in its first tail tile and the part in the next (often
+// empty).
 template <typename OutT>
 struct Scheduler {
   Gemm<OutT> single;        // the GEMM of a one-GEMM launch
   const GroupEntry* table;  // or the GEMMs of a grouped launch (splits = 1)
   int count, units, first, step, rank_m, rank_n, splits;
+  int whole = 0, tail = 0, k_tiles = 0, tail_work = 0;  // stream-K: tail_work = tail x k_tiles
   __device__ Scheduler(const Gemm<OutT>& g, const GroupEntry* table_, int count_, int units_,
-                       int splits_)
+                       int splits_, int tail_tiles = 0)
       : single(g), table(table_), count(count_), units(units_), splits(splits_) {
     if constexpr (CLUSTER > 1) {
       const int rank = cluster_rank();
@@ -335,6 +357,41 @@ struct Scheduler {
     } else {
       first = blockIdx.x, step = gridDim.x, rank_m = 0, rank_n = 0;
     }
+    if constexpr (STREAM_K) {
+      if (tail_tiles > 0) {  // the host checks that runs are several K-tiles and tail_work x step fits int32
+        tail = tail_tiles;
+        whole = units - tail;
+        k_tiles = zoo::ceil_div(g.K, BK);
+        tail_work = tail * k_tiles;
+        units = whole + 2 * step;  // CTA b's runs are units whole + b and whole + step + b
+      }
+    }
+  }
+  // Stream-K: the first K-tile of CTA b's run, and the CTA whose run holds K-tile x of the
+  // tail (the last b with run_start(b) <= x).
+  __device__ int run_start(int b) const { return static_cast<unsigned>(tail_work * b) / step; }
+  __device__ int run_owner(int x) const { return static_cast<unsigned>((x + 1) * step - 1) / tail_work; }
+  __device__ Work<OutT> stream_k_work(int unit) const {
+    const int b = (unit - whole) % step, part = (unit - whole) / step;
+    const int begin = run_start(b), end = run_start(b + 1);
+    const int j = begin / k_tiles + part;  // the tail tile
+    const int t0 = j * k_tiles;
+    Work<OutT> w = tile_work(whole + j);  // splits = 1: the whole tile
+    w.tail_tile = j;
+    w.kt_begin = max(begin, t0) - t0;
+    w.kt_end = min(end, t0 + k_tiles) - t0;
+    if (j >= tail || w.kt_begin >= w.kt_end) {  // the run ended in its first tile
+      w.kt_begin = w.kt_end = w.parts = 0;
+      return w;
+    }
+    // Part u of the tile is CTA first + u's run. Every run is nonempty (the host's rule), so
+    // the CTAs first..last all count in. The tile is the first of each of those runs but
+    // perhaps the first CTA's: its second run, when it began in the tile before.
+    const int first_cta = run_owner(t0);
+    w.split = b - first_cta;
+    w.parts = run_owner(t0 + k_tiles - 1) - first_cta + 1;
+    w.first_slot = 2 * first_cta + (run_start(first_cta) < t0 ? 1 : 0);
+    return w;
   }
   __device__ Gemm<OutT> gemm_of(int unit) const {
     if (table == nullptr) return single;
@@ -344,6 +401,13 @@ struct Scheduler {
   // A tile of a stack past the last M or N tile still runs: its loads are zero-filled and its
   // stores skipped, while its CTA keeps multicasting its shares to the peers.
   __device__ Work<OutT> work(int unit) const {
+    if constexpr (STREAM_K) {
+      if (tail > 0 && unit >= whole) return stream_k_work(unit);
+    }
+    return tile_work(unit);
+  }
+  // Unit `unit` of the whole waves (or of a launch without stream-K).
+  __device__ Work<OutT> tile_work(int unit) const {
     Work<OutT> w;
     w.g = gemm_of(unit);
     const int local = unit - w.g.unit_begin;
@@ -368,6 +432,10 @@ struct Scheduler {
 // per thread per step, coalesced) and counts itself in; the unit that arrives last adds the
 // others' partials and runs the epilogue. No unit waits for another, so a persistent grid
 // cannot deadlock whatever order it meets the units in. Returns whether this unit finishes.
+// Stream-K's parts of a tail tile do the same, with a counter per tail tile and slice (split-K
+// and stream-K never share a launch, so both count from the workspace's first counter) and
+// partials per CTA and run: slot 2 b + run for CTA b; part u > 0 of a tile is its CTA's run 0,
+// part 0's slot is first_slot.
 template <typename OutT>
 __device__ __forceinline__ bool split_k_reduce(float (&acc)[M_SUBS][ACC_REGS], const Work<OutT>& w,
                                                const Scheduler<OutT>& sched, int consumer,
@@ -381,13 +449,22 @@ __device__ __forceinline__ bool split_k_reduce(float (&acc)[M_SUBS][ACC_REGS], c
   // tile) moves a fraction of the partials.
   const int row0 = w.tile_m * BM + (slice % (BM / WG_M)) * WG_M + (t / 32) * 16 + (t % 32) / 4;
   auto live = [&](int s) { return TRANSPOSED || row0 + 64 * s < w.g.M; };
+  constexpr long long PARTIAL = M_SUBS * VECS * WG_THREADS;  // float4s of a slice's partial
   // Tiles counted with the stacks' dummies past M and N.
   const int tiles_m = zoo::ceil_div(zoo::ceil_div(w.g.M, BM), CLUSTER_M) * CLUSTER_M;
   const int tiles_n = zoo::ceil_div(zoo::ceil_div(w.g.N, BN), CLUSTER_N) * CLUSTER_N;
-  const int slot = ((w.matrix * tiles_m + w.tile_m) * tiles_n + w.tile_n) * SLICES + slice;
-  float4* const partials = reinterpret_cast<float4*>(workspace) +
-                           static_cast<long long>(slot) * sched.splits * M_SUBS * VECS * WG_THREADS;
-  float4* const mine = partials + static_cast<long long>(w.split) * M_SUBS * VECS * WG_THREADS;
+  const bool stream_k = STREAM_K && w.tail_tile >= 0;
+  const int slot = stream_k ? w.tail_tile * SLICES + slice
+                            : ((w.matrix * tiles_m + w.tile_m) * tiles_n + w.tile_n) * SLICES + slice;
+  const int parts = stream_k ? w.parts : sched.splits;
+  float4* const partials = reinterpret_cast<float4*>(workspace) + static_cast<long long>(slot) * sched.splits * PARTIAL;
+  auto partial = [&](int u) {
+    if (stream_k)
+      return reinterpret_cast<float4*>(workspace) +
+             ((u == 0 ? w.first_slot : 2 * (w.first_slot / 2 + u)) * SLICES + slice) * PARTIAL;
+    return partials + u * PARTIAL;
+  };
+  float4* const mine = partial(w.split);
 #pragma unroll
   for (int s = 0; s < M_SUBS; ++s)
     if (live(s))
@@ -399,14 +476,14 @@ __device__ __forceinline__ bool split_k_reduce(float (&acc)[M_SUBS][ACC_REGS], c
   named_barrier(1 + consumer, WG_THREADS);
   if (t == 0) flag[consumer] = atomicAdd(counters + slot, 1);
   named_barrier(1 + consumer, WG_THREADS);
-  if (flag[consumer] != sched.splits - 1) return false;
+  if (flag[consumer] != parts - 1) return false;
   // NOTE: every unit has counted in; zero the count for the next launch on this stream, which
   // reuses the workspace (the host zeroes counters only when it allocates them).
   if (t == 0) counters[slot] = 0;
   __threadfence();
-  for (int s = 0; s < sched.splits; ++s) {
+  for (int s = 0; s < parts; ++s) {
     if (s == w.split) continue;
-    const float4* const other = partials + static_cast<long long>(s) * M_SUBS * VECS * WG_THREADS;
+    const float4* const other = partial(s);
 #pragma unroll
     for (int r = 0; r < M_SUBS; ++r)
       if (live(r))
@@ -656,8 +733,9 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
     wgmma_wait<0>();
     fence_accumulators(acc);
     if (prev_stage >= 0) release(empty_bar + 8 * prev_stage, lane);
+    if (STREAM_K && w.parts == 0) continue;  // an empty stream-K run
     if (w.kt_begin >= w.kt_end) zero_accumulators(acc);  // an empty K slice (the host avoids them) adds zero
-    if (sched.splits > 1 &&
+    if ((sched.splits > 1 || (STREAM_K && w.parts > 1)) &&
         !split_k_reduce(acc, w, sched, consumer, workspace, counters, split_flags))
       continue;  // another unit of this tile finishes it
 
@@ -848,12 +926,12 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
            const __grid_constant__ zoo_sm90::TensorMap tmap_b,                               \
            const __grid_constant__ zoo_sm90::TensorMap tmap_c, int c_tma,                    \
            OUT_T* __restrict__ C, int M, int N, int K, int ldc, long long c_batch, int batch,  \
-           int splits, float* workspace, int* counters) {                                   \
+           int splits, int stream_k, float* workspace, int* counters) {                     \
     const zoo_sm90::Gemm<OUT_T> g{&tmap_a, &tmap_b, &tmap_c, C, c_batch, M, N, K, ldc, c_tma, 0, nullptr}; \
     const int units = zoo::ceil_div(zoo::ceil_div(M, zoo_sm90::BM), zoo_sm90::CLUSTER_M) *  \
                       zoo::ceil_div(zoo::ceil_div(N, zoo_sm90::BN), zoo_sm90::CLUSTER_N) *  \
                       splits * batch;                                                       \
-    zoo_sm90::gemm<BF16, OUT_T>(zoo_sm90::Scheduler<OUT_T>(g, nullptr, 1, units, splits),   \
+    zoo_sm90::gemm<BF16, OUT_T>(zoo_sm90::Scheduler<OUT_T>(g, nullptr, 1, units, splits, stream_k), \
                                 workspace, counters);                                       \
   }                                                                                         \
   extern "C" __global__ void __launch_bounds__(zoo_sm90::THREADS, 1)                        \
@@ -958,7 +1036,7 @@ static int launch(Kernel kernel, const T* A, const T* B, OutT* C, int M, int N, 
   ZOO_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const int units = zoo::ceil_div(M, BM) * zoo::ceil_div(N, BN);
   kernel<<<units < sms ? units : sms, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, c_tma, C, M, N,
-                                                                      K, N, 0LL, 1, 1, nullptr, nullptr);
+                                                                      K, N, 0LL, 1, 1, 0, nullptr, nullptr);
   ZOO_CUDA_CHECK(cudaGetLastError());
   return 0;
 }

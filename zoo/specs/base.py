@@ -53,6 +53,7 @@ class KernelSpec:
     # launch and set-up can overlap that grid's last tiles (registry.dependent_launch: when).
     pdl: bool = False
     split_k: bool = False                # can cut K into units reduced through a workspace
+    stream_k: bool = False               # configs may set stream_k: the tail wave's tiles cut along K over every CTA
     pipeline: str = ""                   # how K-tiles are staged; {stages} and {ahead} filled per config
     # Host launchers of an nvcc build (zoo export): (input dtype, output dtype) -> extern "C"
     # int fn(const A*, const B*, C*, int M, int N, int K, cudaStream_t). Empty: none yet.
@@ -101,6 +102,7 @@ class KernelSpec:
                 "ZOO_GROUP_M": c.group_m, "ZOO_CLUSTER_M": c.cluster_m, "ZOO_CLUSTER_N": c.cluster_n,
                 "ZOO_SMEM_BYTES": self.smem_bytes(c), **({"ZOO_PINGPONG": 1} if c.pingpong else {}),
                 **({"ZOO_SWAP_AB": 1} if c.swap_ab else {}),
+                **({"ZOO_STREAM_K": 1} if c.stream_k else {}),
                 **self.extra_defines}
 
     def grid(self, c: cfgs.TileConfig, m: int, n: int, resident_clusters: int,

@@ -136,7 +136,7 @@ SM90_GEMM = KernelSpec(
     thread_layout=_sm90_threads, launch_registers=_sm90_launch_registers, persistent=True,
     # pdl: they wait for the grid before them (ACQBULK above); registry.dependent_launch
     # says which launches overlap it (NOTES.md, "Programmatic dependent launch").
-    cluster_sizes=(1, 2, 4), split_k=True, pingpong=True, swap_ab=True, pdl=True,
+    cluster_sizes=(1, 2, 4), split_k=True, stream_k=True, pingpong=True, swap_ab=True, pdl=True,
     exports={("float16", "float32"): "zoo_gemm_sm90", ("float16", "float16"): "zoo_gemm_sm90_half",
              ("bfloat16", "float32"): "zoo_gemm_sm90_bf16", ("bfloat16", "bfloat16"): "zoo_gemm_sm90_bf16_bf16"},
     pipeline="{stages}-stage TMA ring with full/empty mbarriers: the producer warpgroup runs up "
@@ -171,7 +171,7 @@ SM90_TF32 = replace(
     mma_shape=(8, 64, 8), smem_bytes=_tf32_smem, rules=_tf32_rules,
     sass_required=((r"\bHGMMA\.\w+\.F32\.TF32\b", "HGMMA .TF32"),) + SM90_GEMM.sass_required[1:],
     description="TF32 wgmma on fp32 data: the sm_90a kernel computing C^T = B^T A^T, B from registers",
-    cluster_sizes=(1,), exports={}, tf32=True, extra_defines={"ZOO_TF32": 1}, swap_ab=False,
+    cluster_sizes=(1,), exports={}, tf32=True, extra_defines={"ZOO_TF32": 1}, swap_ab=False, stream_k=False,
 )
 
 
@@ -200,7 +200,7 @@ SM90_CONV = replace(
            ("bfloat16", "bfloat16"): "zoo_conv_sm90_bf16_bf16out",
            ("bfloat16", "float32"): "zoo_conv_sm90_bf16_f32out"},
     rules=_conv_rules, cluster_sizes=(1,), exports={}, extra_defines={"ZOO_CONV": 1, "ZOO_B_K_MAJOR": 1},
-    swap_ab=False,
+    swap_ab=False, stream_k=False,  # its entry point has no stream-K argument
     op="conv", tma_boxes=_conv_tma_boxes,
     sass_required=((r"\bUTMALDG\.4D\.IM2COL\b", "UTMALDG.4D.IM2COL (TMA im2col loads)"),) + SM90_GEMM.sass_required,
     description="conv2d as implicit GEMM: TMA im2col loads of the NHWC input, the sm_90a wgmma pipeline",

@@ -1,0 +1,68 @@
+"""Variants of one config (fields replaced: group_m, stages, ...) side by side with torch.mm
+and with the config as listed, from CUDA-graph replays with inputs out of L2; each output
+checked against float64. Stream-K as the registry says for each.
+
+    PROBE_VARIANTS="128x256;128x256:group_m=4;128x256:group_m=16" \
+        python3 scripts/variant_probe.py [MxNxK ...] [--json FILE]
+"""
+import json
+import os
+import sys
+from dataclasses import replace
+
+import torch
+
+from zoo import bench, gemm, registry
+
+H = torch.float16
+
+
+def variant(text):
+    """'128x256:group_m=4,stages=3' -> that config with those fields replaced."""
+    name, _, changes = text.partition(":")
+    cfg = registry.SM90_GEMM.config(name)
+    fields = dict(kv.split("=") for kv in changes.split(",") if kv)
+    return replace(cfg, name=text, **{k: int(v) for k, v in fields.items()}) if fields else cfg
+
+
+def main(argv):
+    out_json = None
+    if "--json" in argv:
+        i = argv.index("--json")
+        out_json = argv[i + 1]
+        argv = argv[:i] + argv[i + 2:]
+    names = os.environ.get("PROBE_VARIANTS", "128x256;128x256:group_m=4;128x256:group_m=16").split(";")
+    spec, lim = registry.SM90_GEMM, gemm.device_limits(0)
+    rows = []
+    print(f"{lim.part}; us per launch (graph replays, inputs out of L2), % of torch.mm in the same run")
+    for text in argv or ["4096x4096x4096", "8192x8192x8192"]:
+        m, n, k = (int(x) for x in text.split("x"))
+        sets = bench.rotation_sets((m * k + k * n) * 2, lim.l2_bytes, max_sets=8)
+        A = [torch.randn(m, k, device="cuda", dtype=H) for _ in range(sets)]
+        B = [torch.randn(k, n, device="cuda", dtype=H) for _ in range(sets)]
+        C = {name: [torch.empty(m, n, device="cuda", dtype=H) for _ in range(sets)] for name in ["torch"] + names}
+        launches = {name: gemm.plan_launch(spec, variant(name), 0, A[0], B[0], C[name][0], k, k, n) for name in names}
+
+        def zoo_fn(name):
+            return lambda s: launches[name].fire_at(A[s].data_ptr(), B[s].data_ptr(), C[name][s].data_ptr())
+        fns = {"torch": lambda s: torch.mm(A[s], B[s], out=C["torch"][s]), **{name: zoo_fn(name) for name in names}}
+        iters = max(10, min(60, int(3e5 / max(m * n * k / 1e9, 1))))
+        t = bench.time_side_by_side(fns, sets, warmup=5, iters=iters)
+        torch_us = t["torch"].median_ms * 1e3
+        print(f"{text}: torch.mm {torch_us:.1f} us")
+        for name in names:
+            us = t[name].median_ms * 1e3
+            ok = bench.verify(A[0], B[0], C[name][0]).ok
+            rows.append({"shape": text, "variant": name, "us": us, "torch_us": torch_us, "pct": 100 * torch_us / us,
+                         "spread": t[name].spread, "stream_k": launches[name].stream_k, "ok": ok})
+            print(f"  {name:>28} {us:9.1f} us {100 * torch_us / us:6.1f}%  spread {100 * t[name].spread:4.1f}%"
+                  f"  stream-K tail {launches[name].stream_k}{'' if ok else '  WRONG'}", flush=True)
+        del A, B, C, launches
+        torch.cuda.empty_cache()
+    if out_json:
+        with open(out_json, "w") as f:
+            json.dump({"device": lim.part, "torch": torch.__version__, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
