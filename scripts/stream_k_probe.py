@@ -11,6 +11,7 @@ import sys
 
 import torch
 
+from variant_probe import json_arg  # this script's own directory is on sys.path
 from zoo import bench, gemm, registry
 
 H = torch.float16
@@ -34,11 +35,7 @@ def launches(cfg_name, a, b, c):
 
 
 def main(argv):
-    out_json = None
-    if "--json" in argv:
-        i = argv.index("--json")
-        out_json = argv[i + 1]
-        argv = argv[:i] + argv[i + 2:]
+    argv, out_json = json_arg(argv)
     cfg_name = os.environ.get("PROBE_CONFIG", "128x256")
     lim = gemm.device_limits(0)
     rows = []

@@ -25,12 +25,16 @@ def variant(text):
     return replace(cfg, name=text, **{k: int(v) for k, v in fields.items()}) if fields else cfg
 
 
+def json_arg(argv):
+    """(argv without `--json FILE`, FILE or None)."""
+    if "--json" not in argv:
+        return argv, None
+    i = argv.index("--json")
+    return argv[:i] + argv[i + 2:], argv[i + 1]
+
+
 def main(argv):
-    out_json = None
-    if "--json" in argv:
-        i = argv.index("--json")
-        out_json = argv[i + 1]
-        argv = argv[:i] + argv[i + 2:]
+    argv, out_json = json_arg(argv)
     names = os.environ.get("PROBE_VARIANTS", "128x256;128x256:group_m=4;128x256:group_m=16").split(";")
     spec, lim = registry.SM90_GEMM, gemm.device_limits(0)
     rows = []
