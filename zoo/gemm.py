@@ -14,11 +14,10 @@ import torch
 from . import arch, bench, cuda, overlap, registry, tune
 from .configs import TileConfig
 from .cuda import ZooError
-from .registry import KernelSpec, Problem
+from .registry import INT32_MAX, KernelSpec, Problem
 
 DTYPE_NAMES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32"}
 INPUT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
-INT32_MAX = 2**31 - 1
 MAX_DIM = 2**31 - 1024  # kernels index in int32 and round dimensions up to a tile
 ALIGN_BYTES = 16  # cp.async and TMA rows: 16-byte aligned
 
@@ -360,7 +359,8 @@ class Launch:
 
     def __init__(self, fn: cuda.Function, device_index: int, grid: tuple[int, int, int], threads: int,
                  cluster: int, args: list, split_k: tuple[int, int] | None = None,
-                 slots: tuple[int, int, int] | None = None, maps: bool = False, pdl: bool = False):
+                 slots: tuple[int, int, int] | None = None, maps: bool = False, pdl: bool = False,
+                 stream_k: int = 0):
         self.fn, self.device_index, self.grid, self.threads, self.cluster = fn, device_index, grid, threads, cluster
         self.pdl = pdl                  # a programmatic dependent of the grid before it (registry.dependent_launch)
         self.args = cuda.PackedArgs(args)
@@ -370,7 +370,7 @@ class Launch:
         self.c_map = maps and args[2][0] is not None  # C goes out through its tensor map
         self.lock = threading.Lock()    # one thread patches and fires at a time
         self.choice: tuple | None = None  # (kernel, config, splits) zoo.mm chose, for zoo tune's tests
-        self.stream_k = 0               # tail tiles spread along K (plan_launch; registry.stream_k_tiles)
+        self.stream_k = stream_k        # tail tiles spread along K (registry.stream_k_tiles)
         self.bound: tuple[int, int] | None = None  # the split-K workspace the arguments point at
 
     def fire_at(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:
@@ -549,11 +549,9 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
                     (lda, cuda.INT32), (ldb, cuda.INT32), ldc]
     slots = (0, 1, 4) if spec.tma_boxes else (0, 1, 2)
     footprint = batch * ((m * k + k * n) * a.element_size() + m * n * c.element_size())
-    launch = Launch(fn, device_index, grid, cfg.threads, cfg.cluster_size, args, split_k, slots,
-                    maps=bool(spec.tma_boxes),
-                    pdl=registry.dependent_launch(spec, device_limits(device_index), footprint))
-    launch.stream_k = tail
-    return launch
+    return Launch(fn, device_index, grid, cfg.threads, cfg.cluster_size, args, split_k, slots,
+                  maps=bool(spec.tma_boxes), stream_k=tail,
+                  pdl=registry.dependent_launch(spec, device_limits(device_index), footprint))
 
 
 # ----------------------------------------------------------------------------- grouped launches

@@ -64,7 +64,7 @@ def split_k(spec: KernelSpec, c: cfgs.TileConfig, m: int, n: int, k: int, reside
 # faster with tails of 9-52% of the CTAs (8192^3 +1.6%, 2304 x 2048 x 8192 +39%), slower with
 # 61-88% (4096^3 -11%).
 STREAM_K_MAX_FILL = 0.55
-INT32_MAX = 2**31 - 1
+INT32_MAX = 2**31 - 1  # the kernels index and count in int32
 
 
 def stream_k_tiles(spec: KernelSpec, c: cfgs.TileConfig, m: int, n: int, k: int, resident_clusters: int,
@@ -192,6 +192,7 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
         chosen = narrow_choice(spec, narrow, limits, problem, chosen)
     if spec.tma_boxes and not group and not chosen.swap_ab and b_rows_off_sectors(problem) and \
             problem.m > chosen.block_m and 2 * chosen.tiles(problem.m, problem.n) >= limits.sm_count:
+        # The twin: the same config but in 2 x 1 clusters (so without stream-K, which clusters lack).
         return next((c for c in valid if c.cluster_m == 2 and c.cluster_n == 1 and
                      replace(c, name=chosen.name, cluster_m=chosen.cluster_m, stream_k=chosen.stream_k) == chosen),
                     chosen)
