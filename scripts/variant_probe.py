@@ -2,27 +2,37 @@
 and with the config as listed, from CUDA-graph replays with inputs out of L2; each output
 checked against float64. Stream-K as the registry says for each.
 
-    PROBE_VARIANTS="128x256;128x256:group_m=4;128x256:group_m=16" \
-        python3 scripts/variant_probe.py [MxNxK ...] [--json FILE]
+    PROBE_VARIANTS="128x256;128x256:group_m=4;128x256@old/gemm_tma_wgmma.cu" \
+        python3 scripts/variant_probe.py [MxNxK ...] [--idle] [--json FILE]
+
+--idle: the GPU idles before each call, as `zoo bench` times (its clocks start from boost);
+else the calls run back to back (sustained clocks).
 """
 import json
 import os
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 import torch
 
-from zoo import bench, gemm, registry
+from zoo import bench, cli, gemm, registry
 
 H = torch.float16
 
 
 def variant(text):
-    """'128x256:group_m=4,stages=3' -> that config with those fields replaced."""
-    name, _, changes = text.partition(":")
-    cfg = registry.SM90_GEMM.config(name)
+    """'128x256:group_m=4,stages=3' -> (the sm90 spec, that config with those fields replaced);
+    'CONFIG[:fields]@path.cu' builds it from another copy of the kernel source (an A/B of a
+    kernel change in one run)."""
+    text_cfg, _, source = text.partition("@")
+    name, _, changes = text_cfg.partition(":")
+    spec = registry.SM90_GEMM
+    if source:
+        spec = replace(spec, name=f"{spec.name}@{Path(source).stem}", source=Path(source).resolve())
+    cfg = spec.config(name)
     fields = dict(kv.split("=") for kv in changes.split(",") if kv)
-    return replace(cfg, name=text, **{k: int(v) for k, v in fields.items()}) if fields else cfg
+    return spec, replace(cfg, name=text, **{k: int(v) for k, v in fields.items()})
 
 
 def json_arg(argv):
@@ -35,23 +45,27 @@ def json_arg(argv):
 
 def main(argv):
     argv, out_json = json_arg(argv)
+    idle = "--idle" in argv
+    argv = [a for a in argv if a != "--idle"]
     names = os.environ.get("PROBE_VARIANTS", "128x256;128x256:group_m=4;128x256:group_m=16").split(";")
-    spec, lim = registry.SM90_GEMM, gemm.device_limits(0)
+    lim = gemm.device_limits(0)
     rows = []
-    print(f"{lim.part}; us per launch (graph replays, inputs out of L2), % of torch.mm in the same run")
+    lead = int(cli.LEAD_US * max(lim.sm_clock_mhz, 1000)) if idle else 0
+    print(f"{lim.part}; us per launch (graph replays, inputs out of L2{', the GPU idle before each' if idle else ''}),"
+          " % of torch.mm in the same run")
     for text in argv or ["4096x4096x4096", "8192x8192x8192"]:
         m, n, k = (int(x) for x in text.split("x"))
         sets = bench.rotation_sets((m * k + k * n) * 2, lim.l2_bytes, max_sets=8)
         A = [torch.randn(m, k, device="cuda", dtype=H) for _ in range(sets)]
         B = [torch.randn(k, n, device="cuda", dtype=H) for _ in range(sets)]
         C = {name: [torch.empty(m, n, device="cuda", dtype=H) for _ in range(sets)] for name in ["torch"] + names}
-        launches = {name: gemm.plan_launch(spec, variant(name), 0, A[0], B[0], C[name][0], k, k, n) for name in names}
+        launches = {name: gemm.plan_launch(*variant(name), 0, A[0], B[0], C[name][0], k, k, n) for name in names}
 
         def zoo_fn(name):
             return lambda s: launches[name].fire_at(A[s].data_ptr(), B[s].data_ptr(), C[name][s].data_ptr())
         fns = {"torch": lambda s: torch.mm(A[s], B[s], out=C["torch"][s]), **{name: zoo_fn(name) for name in names}}
         iters = max(10, min(60, int(3e5 / max(m * n * k / 1e9, 1))))
-        t = bench.time_side_by_side(fns, sets, warmup=5, iters=iters)
+        t = bench.time_side_by_side(fns, sets, warmup=5, iters=iters, lead_cycles=lead)
         torch_us = t["torch"].median_ms * 1e3
         print(f"{text}: torch.mm {torch_us:.1f} us")
         for name in names:

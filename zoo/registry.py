@@ -135,6 +135,14 @@ SWAP_AB_MAX_M = 16
 # (64 x 4096 x 4096), and no faster for 96 or 100 rows. Measured up to two whole 64-row tiles.
 NARROW_MAX_M = 128
 
+# Ping-pong tiles (`pingpong: 1`) hide each tile's epilogue under the other consumer's MMAs.
+# Measured on an H100 against the cooperative 128x256 (NOTES.md, "Ping-pong tiles for grids of
+# several waves"): 128x192pp 1-2.4% faster where its wave cost is no higher (8192^3, 6144^3,
+# 1024 x 11008 x 4096), 9% slower where its waves quantize worse (4096^3). Narrower ping-pong
+# tiles read more of A and B per FLOP: 128x128pp (half of 128x256's area) lost at 4096^3 at
+# an equal wave cost. Grids under one wave split K instead (split_k): not measured there.
+PINGPONG_MIN_AREA = 0.75  # of the cooperative tile's area: 128x192 against 128x256
+
 MIN_RESIDENT_WARPS = 8  # fewer warps per SM leave the register-prefetch pipeline's latency exposed
 WAVE_SLACK = 0.25  # later configs are less efficient per tile (measured): one must save this much
 
@@ -186,6 +194,7 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
              for c in preferred}
     cheapest = min(costs.values())
     chosen = next(c for c in preferred if costs[c] <= cheapest * (1 + WAVE_SLACK))
+    chosen = pingpong_choice(spec, preferred, costs, limits, problem, chosen, group)
     if swapped and not group and not chosen.swap_ab:
         chosen = swap_ab_choice(spec, swapped, limits, problem, chosen)
     if narrow and not group and not chosen.swap_ab:
@@ -197,6 +206,20 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
                      replace(c, name=chosen.name, cluster_m=chosen.cluster_m, stream_k=chosen.stream_k) == chosen),
                     chosen)
     return chosen
+
+
+def pingpong_choice(spec: KernelSpec, preferred: list[cfgs.TileConfig], costs: dict, limits: ArchLimits,
+                    problem: Problem, chosen: cfgs.TileConfig, group: tuple[Problem, ...] = ()) -> cfgs.TileConfig:
+    """The first ping-pong config instead of a cooperative `chosen` for a grid of more than one
+    wave, where its wave cost is no higher and its tile at least PINGPONG_MIN_AREA of chosen's
+    (same cluster shape): the epilogues hidden, for no more waves and little more operand
+    traffic."""
+    tiles = sum(chosen.tiles(p.m, p.n) for p in group) if group else chosen.tiles(problem.m, problem.n)
+    if spec.op != "gemm" or chosen.pingpong or tiles <= limits.sm_count * max(resident_blocks(spec, chosen, limits), 1):
+        return chosen
+    area = chosen.block_m * chosen.block_n
+    return next((c for c in preferred if c.pingpong and c.cluster_size == chosen.cluster_size
+                 and costs[c] <= costs[chosen] and c.block_m * c.block_n >= PINGPONG_MIN_AREA * area), chosen)
 
 
 def swap_ab_choice(spec: KernelSpec, swapped: list[cfgs.TileConfig], limits: ArchLimits, problem: Problem,
