@@ -136,8 +136,8 @@ SWAP_AB_MAX_M = 16
 NARROW_MAX_M = 128
 
 # Ping-pong tiles (`pingpong: 1`) hide each tile's epilogue under the other consumer's MMAs.
-# Measured on an H100 against the cooperative 128x256 (NOTES.md, "Ping-pong tiles for grids of
-# several waves"): 128x192pp 1-2.4% faster where its wave cost is no higher (8192^3, 6144^3,
+# Measured on an H100 against the cooperative 128x256 (NOTES.md, "4096^3, the streams mode and
+# ping-pong tiles for large grids"): 128x192pp 1-2.4% faster where its wave cost is no higher (8192^3, 6144^3,
 # 1024 x 11008 x 4096), 9% slower where its waves quantize worse (4096^3). Narrower ping-pong
 # tiles read more of A and B per FLOP: 128x128pp (half of 128x256's area) lost at 4096^3 at
 # an equal wave cost. Grids under one wave split K instead (split_k): not measured there.
@@ -180,7 +180,8 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
     tile that spreads it over the most SMs, a large one the most efficient tile. For a grouped
     launch, `group` holds all its problems and their tiles are counted together. One GEMM whose
     B rows start off 32-byte sectors, with two tile rows or more and tiles for half the SMs or
-    more, gets the chosen tile's 2-CTA twin (b_rows_off_sectors). Swap-AB tiles stay out of the
+    more, gets the chosen tile's 2-CTA twin (b_rows_off_sectors). A grid over one wave may get a
+    ping-pong tile instead of a cooperative one (pingpong_choice). Swap-AB tiles stay out of the
     wave-cost choice; one GEMM gets one where they measured faster (swap_ab_choice); so do
     narrow tiles (narrow_choice)."""
     valid = [c for c in spec.configs if not cfgs.problems(c, spec, limits)]
