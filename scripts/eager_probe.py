@@ -142,7 +142,7 @@ def eager_table(shapes):
                 print(f"  {label}: WRONG ({check.describe()})")
                 continue
             choice, pdl = next(iter(gemm._calls.values())).launch.choice, next(iter(gemm._calls.values())).launch.pdl
-            lead = int(100 * max(gemm.device_limits(0).sm_clock_mhz, 1000))
+            lead = bench.lead_cycles(gemm.device_limits(0), 100)
             fns = {"zoo": lambda s: zoo.mm(a[s], b[s]), "torch": lambda s: torch.mm(a[s], b[s])}
             wall = bench.wall_side_by_side(fns, sets, warmup=5, iters=15)
             dev = bench.time_side_by_side(fns, sets, warmup=3, iters=30, graph=True, lead_cycles=lead)

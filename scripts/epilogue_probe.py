@@ -48,7 +48,7 @@ def main():
         fns = {"tma": lambda s: tma[s].fire(), "direct": lambda s: direct[s].fire(),
                "zoo.mm": lambda s: zoo.mm(a[s], b[s]), "torch": lambda s: torch.mm(a[s], b[s])}
         # The GPU sleeps 100 us before each replay, so the events see device time, not the host's.
-        lead = int(100 * max(limits.sm_clock_mhz, 1000))
+        lead = bench.lead_cycles(limits, 100)
         t = bench.time_side_by_side(fns, sets, warmup=5, iters=60, graph=True, lead_cycles=lead)
         ok = all(bench.verify(x, y, z).ok and bench.verify(x, y, w).ok for x, y, z, w in zip(a, b, c, d))
         splits = tma[0].split_k is not None

@@ -54,7 +54,7 @@ def main():
         b = [torch.randn(k, n, device="cuda", dtype=h) for _ in range(sets)]
         fns = {"zoo off": zoo_call(a, b, False), "zoo on": zoo_call(a, b, True),
                "zoo rule": zoo_call(a, b, None), "torch": lambda s: torch.mm(a[s], b[s])}
-        lead = int(100 * max(gemm.device_limits(0).sm_clock_mhz, 1000))  # device time, not the host's
+        lead = bench.lead_cycles(gemm.device_limits(0), 100)  # device time, not the host's
         graph = bench.time_side_by_side(fns, sets, warmup=5, iters=40, graph=True, lead_cycles=lead)
         eager = bench.wall_side_by_side(fns, sets, warmup=5, iters=15)
         for name, fn in fns.items():

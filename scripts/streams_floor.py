@@ -89,7 +89,7 @@ for name, gs in made.items():
         bad = [j for j in range(B) if not bench.verify(inputs[0][0][j], inputs[0][1][j], outs[0][j]).ok]
         assert not bad, f"{name}: GEMMs {bad} wrong"
 fns = {name: (lambda gs: lambda s: gs[s].replay())(gs) for name, gs in made.items()}
-lead = int(200 * max(limits.sm_clock_mhz, 1000))
+lead = bench.lead_cycles(limits)
 t = bench.time_side_by_side(fns, sets, warmup=5, iters=60, graph=False, lead_cycles=lead)
 ref = t["torch.bmm"].median_ms
 print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}: {B} x [{M}, {K}, {N}] fp16, "

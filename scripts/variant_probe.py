@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from zoo import bench, cli, gemm, registry
+from zoo import bench, gemm, registry
 
 H = torch.float16
 
@@ -43,6 +43,35 @@ def json_arg(argv):
     return argv[:i] + argv[i + 2:], argv[i + 1]
 
 
+def time_shape(text, make_launches, lead=0):
+    """One shape MxNxK side by side: torch.mm and the launches make_launches(a, b, c_of) builds
+    ({name: gemm.Launch}; c_of(name) is that launch's output), fired at rotating inputs out of
+    L2 from CUDA-graph replays (a GPU idle `lead` cycles before each call), each output checked
+    against float64. Returns (torch.mm us, {name: (us, spread, ok, launch)})."""
+    m, n, k = (int(x) for x in text.split("x"))
+    lim = gemm.device_limits(0)
+    sets = bench.rotation_sets((m * k + k * n) * 2, lim.l2_bytes, max_sets=8)
+    A = [torch.randn(m, k, device="cuda", dtype=H) for _ in range(sets)]
+    B = [torch.randn(k, n, device="cuda", dtype=H) for _ in range(sets)]
+    C = {}
+
+    def c_of(name):
+        return C.setdefault(name, [torch.empty(m, n, device="cuda", dtype=H) for _ in range(sets)])[0]
+    launches = make_launches(A[0], B[0], c_of)
+
+    def zoo_fn(name):
+        return lambda s: launches[name].fire_at(A[s].data_ptr(), B[s].data_ptr(), C[name][s].data_ptr())
+    c_of("torch")
+    fns = {"torch": lambda s: torch.mm(A[s], B[s], out=C["torch"][s]), **{name: zoo_fn(name) for name in launches}}
+    iters = max(10, min(60, int(3e5 / max(m * n * k / 1e9, 1))))
+    t = bench.time_side_by_side(fns, sets, warmup=5, iters=iters, lead_cycles=lead)
+    out = {name: (t[name].median_ms * 1e3, t[name].spread, bench.verify(A[0], B[0], C[name][0]).ok, launch)
+           for name, launch in launches.items()}
+    del A, B, C, launches
+    torch.cuda.empty_cache()
+    return t["torch"].median_ms * 1e3, out
+
+
 def main(argv):
     argv, out_json = json_arg(argv)
     idle = "--idle" in argv
@@ -50,33 +79,20 @@ def main(argv):
     names = os.environ.get("PROBE_VARIANTS", "128x256;128x256:group_m=4;128x256:group_m=16").split(";")
     lim = gemm.device_limits(0)
     rows = []
-    lead = int(cli.LEAD_US * max(lim.sm_clock_mhz, 1000)) if idle else 0
     print(f"{lim.part}; us per launch (graph replays, inputs out of L2{', the GPU idle before each' if idle else ''}),"
           " % of torch.mm in the same run")
     for text in argv or ["4096x4096x4096", "8192x8192x8192"]:
-        m, n, k = (int(x) for x in text.split("x"))
-        sets = bench.rotation_sets((m * k + k * n) * 2, lim.l2_bytes, max_sets=8)
-        A = [torch.randn(m, k, device="cuda", dtype=H) for _ in range(sets)]
-        B = [torch.randn(k, n, device="cuda", dtype=H) for _ in range(sets)]
-        C = {name: [torch.empty(m, n, device="cuda", dtype=H) for _ in range(sets)] for name in ["torch"] + names}
-        launches = {name: gemm.plan_launch(*variant(name), 0, A[0], B[0], C[name][0], k, k, n) for name in names}
-
-        def zoo_fn(name):
-            return lambda s: launches[name].fire_at(A[s].data_ptr(), B[s].data_ptr(), C[name][s].data_ptr())
-        fns = {"torch": lambda s: torch.mm(A[s], B[s], out=C["torch"][s]), **{name: zoo_fn(name) for name in names}}
-        iters = max(10, min(60, int(3e5 / max(m * n * k / 1e9, 1))))
-        t = bench.time_side_by_side(fns, sets, warmup=5, iters=iters, lead_cycles=lead)
-        torch_us = t["torch"].median_ms * 1e3
+        _, n, k = (int(x) for x in text.split("x"))
+        torch_us, timed = time_shape(
+            text, lambda a, b, c_of: {name: gemm.plan_launch(*variant(name), 0, a, b, c_of(name), k, k, n)
+                                      for name in names},
+            bench.lead_cycles(lim) if idle else 0)
         print(f"{text}: torch.mm {torch_us:.1f} us")
-        for name in names:
-            us = t[name].median_ms * 1e3
-            ok = bench.verify(A[0], B[0], C[name][0]).ok
+        for name, (us, spread, ok, launch) in timed.items():
             rows.append({"shape": text, "variant": name, "us": us, "torch_us": torch_us, "pct": 100 * torch_us / us,
-                         "spread": t[name].spread, "stream_k": launches[name].stream_k, "ok": ok})
-            print(f"  {name:>28} {us:9.1f} us {100 * torch_us / us:6.1f}%  spread {100 * t[name].spread:4.1f}%"
-                  f"  stream-K tail {launches[name].stream_k}{'' if ok else '  WRONG'}", flush=True)
-        del A, B, C, launches
-        torch.cuda.empty_cache()
+                         "spread": spread, "stream_k": launch.stream_k, "ok": ok})
+            print(f"  {name:>28} {us:9.1f} us {100 * torch_us / us:6.1f}%  spread {100 * spread:4.1f}%"
+                  f"  stream-K tail {launch.stream_k}{'' if ok else '  WRONG'}", flush=True)
     if out_json:
         with open(out_json, "w") as f:
             json.dump({"device": lim.part, "torch": torch.__version__, "rows": rows}, f, indent=1)

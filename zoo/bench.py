@@ -111,6 +111,14 @@ def verify(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, tf32: bool | Non
     return Check(err <= bound, err, err_torch, bound)
 
 
+LEAD_US = 200  # GPU sleep before each timed call: longer than a call's or a graph replay's host side
+
+
+def lead_cycles(limits, us: float = LEAD_US) -> int:
+    """time_side_by_side's lead_cycles for `us` microseconds of sleep at `limits`' SM clock."""
+    return int(us * max(limits.sm_clock_mhz, 1000))
+
+
 def rotation_sets(bytes_per_set: int, l2_bytes: int, max_sets: int = 16) -> int:
     """How many input sets to rotate through so that each call finds its inputs out of L2."""
     return max(2, min(max_sets, math.ceil(3 * l2_bytes / max(bytes_per_set, 1)) + 1))

@@ -335,9 +335,6 @@ def _run_candidates(args, lim, problem):
             for k in specs]
 
 
-LEAD_US = 200  # GPU sleep before each timed call: longer than a call's or a graph replay's host side
-
-
 def _measure(candidates, problem, warmup: int, iters: int, seed: int, lim, progress=None,
              graph: bool = True):
     """Verify each (kernel, config) on fresh random inputs against float64, then time them
@@ -376,10 +373,10 @@ def _measure_in_mode(candidates, problem, warmup, iters, seed, lim, progress, gr
     fns = {"torch.mm": lambda i: bench.torch_mm(*inputs[i], out_dtype)}
     for spec, cfg in candidates:
         fns[spec.name] = (lambda s, c: lambda i: mm(*inputs[i], out=outs[i % 2], kernel=s, config=c))(spec.name, cfg.name)
-    # The GPU sleeps ~LEAD_US before each replay: a replay's host side (tens of us on a slow
+    # The GPU sleeps ~bench.LEAD_US before each replay: a replay's host side (tens of us on a slow
     # host) then hides behind it, and the events see the device time even for tiny GEMMs.
     timings = bench.time_side_by_side(fns, sets, warmup, iters, progress=progress, graph=graph,
-                                      lead_cycles=int(LEAD_US * max(lim.sm_clock_mhz, 1000)))
+                                      lead_cycles=bench.lead_cycles(lim))
     return timings, checks, sets
 
 
@@ -606,22 +603,22 @@ def cmd_batched(args) -> int:
         with Progress(TextColumn("timing"), BarColumn(), MofNCompleteColumn(), console=err_console,
                       transient=True) as progress:
             task = progress.add_task("timing", total=args.iters)
-            # The GPU sleeps ~LEAD_US before each call, so calls whose host side is shorter
+            # The GPU sleeps ~bench.LEAD_US before each call, so calls whose host side is shorter
             # (graph replays, torch.bmm) are timed on the device alone; eager zoo modes, whose
             # Python takes longer, stay host-bound and their column says so.
-            lead = int(LEAD_US * max(lim.sm_clock_mhz, 1000))
+            lead = bench.lead_cycles(lim)
             timings = bench.time_side_by_side(fns, sets, args.warmup, args.iters, graph=False, lead_cycles=lead,
                                               progress=lambda i: progress.update(task, completed=i))
         ref, ref_graph = timings["torch.bmm"].median_ms, timings["torch.bmm (graph)"].median_ms
         table = Table(title=f"{what} on {lim.part}: device time, median of {args.iters} calls each, "
-                            f"interleaved, {sets} rotating input sets, GPU kept {LEAD_US} us ahead of the host")
+                            f"interleaved, {sets} rotating input sets, GPU kept {bench.LEAD_US} us ahead of the host")
         for col in ("mode", "us per batch", "TFLOP/s", "vs torch.bmm", "vs torch.bmm (graph)",
                     "host us per call", "bound by", "spread", "verified"):
             table.add_column(col, justify="left" if col == "mode" else "right", no_wrap=True)
         rows = []
         for name, t in timings.items():
             ok = checks.get(name)
-            bound = "host" if host[name] > LEAD_US else "device"  # the host could not get ahead
+            bound = "host" if host[name] > bench.LEAD_US else "device"  # the host could not get ahead
             table.add_row(name, f"{1e3 * t.median_ms:.1f}", f"{t.tflops(flops):.1f}", f"{ref / t.median_ms:.2f}x",
                           f"{ref_graph / t.median_ms:.2f}x", f"{host[name]:.1f}", bound, f"{100 * t.spread:.1f}%",
                           "ref" if ok is None else ("[green]yes[/]" if ok else "[red]NO[/]"))
@@ -634,7 +631,7 @@ def cmd_batched(args) -> int:
         if best:
             show.print(f"best one-launch mode: {best['mode']}, {best['vs_torch_bmm_graph']:.2f}x torch.bmm "
                        f"replayed from a CUDA graph")
-        payload.update({"iters": args.iters, "rotating_sets": sets, "lead_us": LEAD_US, "results": rows})
+        payload.update({"iters": args.iters, "rotating_sets": sets, "lead_us": bench.LEAD_US, "results": rows})
     _write_json(args.json, payload)
     if failed:
         err_console.print(f"[bold red]verification failed[/]: {'; '.join(failed)}")

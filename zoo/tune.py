@@ -165,7 +165,7 @@ def measure(device_index: int, problem, iters: int = 20, warmup: int = 5, seed: 
                 fns[name] = (lambda f: lambda i: f())(launch.fire)
             if progress:
                 progress()
-        lead = int(200 * max(limits.sm_clock_mhz, 1000))
+        lead = bench.lead_cycles(limits)
         timings = bench.time_side_by_side(fns, 1, warmup, iters, lead_cycles=lead)
     torch_us = 1e3 * timings["torch.mm"].median_ms
     for row in rows:
