@@ -1,0 +1,1088 @@
+// gemm_tma_wgmma.cu: the zoo's Hopper kernel, a warp-specialized TMA + WGMMA GEMM (sm_90a).
+//
+//   C[M,N] = A[M,K] @ B[K,N]; A and B row-major fp16 or bf16, read through TMA tensor maps
+//   (row strides multiples of 16 bytes, 16-byte-aligned bases: the host copies other inputs);
+//   C row-major (ldc) in the input dtype or fp32. FP32 accumulation. Any M, N, K >= 1.
+//   Entry points: zoo_gemm_sm90_{f16,bf16}_{f16,bf16,f32}out (input dtype, output dtype).
+//   Built with -DZOO_TF32: fp32 A, B and C through wgmma .tf32 (entry zoo_gemm_sm90_tf32).
+//   wgmma takes tf32 operands from shared memory only K-major, and row-major B is N-major, so
+//   this variant computes C^T = B^T A^T: each consumer loads its 64 columns of the B stage
+//   into registers (conflict-free 32-bit loads, rounded to tf32) as wgmma's A operand and
+//   reads the A stage (K-major) as wgmma's B operand; the epilogue writes the transposed
+//   accumulators into the same swizzled C boxes. Same producer, ring, scheduler and split-K.
+//   Built with -DZOO_SWAP_AB (configs with swap_ab: 1, for skinny M and small problems): the
+//   same C^T = B^T A^T with fp16 / bf16 operands both from shared memory as loaded: a B box
+//   (64 columns, N-major) is wgmma's A, read transposed; the A stage's rows (K-major) are its
+//   B, whose N (8-64) runs along C's rows; so a tile may be 16 rows of C. Same transposed
+//   epilogue, with C boxes of a consumer's rows when fewer than 64.
+//   Built with -DZOO_CONV: a convolution as implicit GEMM (zoo.conv2d; entries
+//   zoo_conv_sm90_{f16,bf16}_{f16,bf16,f32}out). tmap_a is then a 4-D im2col map of the NHWC
+//   input (channels per pixel BK, pixels per column BM, the conv stride as element strides,
+//   the padding as its bounding box): K-tile kt of a tile is filter tap kt / c_blocks, channels
+//   (kt % c_blocks) * BK.., one TMA load at the tile's first output pixel with the tap's
+//   offsets; the hardware walks rows and images and zero-fills the padding. B is the weights
+//   as they lie channels-last, K_out x R x S x C: a 4-D tiled map, one box of BN output
+//   channels x BK input channels per K-tile at the tap, stored K-major (BN rows x 128 B, like
+//   A) and read by wgmma without the transpose (ZOO_B_K_MAJOR); channels past C read as zero.
+//   C is the NHWC output. Same ring, scheduler, split-K and epilogue; no clusters.
+//   Runs on CC 9.0 only (wgmma, setmaxnreg: compiled for sm_90a by NVRTC in zoo/cuda.py, with
+//   the tile shape and STAGES as -D defines).
+//
+// Launch (persistent): as many blocks of 128 x (1 + CONSUMERS) threads as fit the GPU at once
+//   (one per SM), in clusters of CLUSTER_M x CLUSTER_N CTAs (a launch attribute, 1-D: rank r
+//   is tile r % CLUSTER_M in M, r / CLUSTER_M in N), ZOO_SMEM_BYTES of dynamic shared memory.
+//   Cluster c walks stacks of CLUSTER_M x CLUSTER_N tiles c, c + clusters, ... in grouped
+//   (L2-friendly) order; each CTA of the cluster takes one tile of the stack.
+//   Tensor maps, all 128-byte swizzled, zero fill outside the tensor, 3-D with `batch`
+//   matrices (1 for one GEMM): tmap_a (M rows, K cols), box BM / CLUSTER_N rows x 128 B;
+//   tmap_b (K rows, N cols), box BK / CLUSTER_M rows x 128 B; tmap_c (M rows, N cols), box
+//   64 x 128 B, used when c_tma != 0 (C's base, row stride and row length 16-byte multiples:
+//   TMA writes whole 16-byte chunks), else C is stored directly (matrix i at C + i * c_batch).
+//   The batch's units follow one another.
+//   splits > 1 (split-K, for grids under one wave): each tile's K-tiles are cut into `splits`
+//   units; workspace holds their fp32 partials and counters (zeroed, left zeroed; one int per tile and
+//   consumer) counts them in; the last unit of a tile reduces and stores it.
+//   stream_k > 0 (stream-K, ZOO_STREAM_K builds, splits 1, no clusters: grids over one wave
+//   whose last wave would leave SMs idle): the stream_k tiles after the last whole wave are
+//   laid end to end along K and cut into one run of K-tiles per CTA (Scheduler); their parts
+//   reduce as split-K's units do, with partials per CTA and run (2 x gridDim.x x BM x BN
+//   floats) and a counter per tail tile and consumer.
+//
+// Pipeline (warp-specialized): warpgroup 0 is the producer: one thread issues the TMA loads of
+//   each K-tile into a ring of STAGES shared-memory buffers, after waiting on that stage's
+//   "empty" mbarrier; the loads complete on its "full" mbarrier (expect_tx bytes). Warpgroups
+//   1..CONSUMERS each own a WG_M x WG_N slice of the tile (WG_M = 64, or 128: two wgmma row
+//   blocks): they wait on "full", issue BK/16 x WG_M/64 wgmma m64nWG_Nk16 from shared-memory
+//   descriptors, and release the stage ("empty") once the next K-tile's MMAs are in flight
+//   (wgmma.wait_group 1), so the tensor cores never wait on a release. setmaxnreg moves
+//   registers from the producer to the consumers' accumulators.
+//   TF32: a commit group per k8 wgmma, each with its own 4 fragment registers; a fragment is
+//   reloaded only once the same step of the previous K-tile is done (wgmma.wait_group 3).
+//   The producer runs ahead into the next tile while the consumers store this one: registers
+//   to swizzled shared memory, then a TMA store that drains under the next tile's MMAs.
+//   Ping-pong (ZOO_PINGPONG, configs with pingpong: 1): the two consumers each own whole tiles
+//   (WG_M = 128: two wgmma m64 row blocks) and take the CTA's tiles in turn, handing the
+//   tensor cores over with a pair of named barriers, so one's epilogue runs under the other's
+//   MMAs; each skips the other's K-tiles in the ring.
+//   In a cluster, CTAs in the same row of tiles share A and CTAs in the same column share B:
+//   each producer loads 1/CLUSTER_N of the A tile's rows and multicasts them along its row,
+//   and 1/CLUSTER_M of every B box's K rows, multicast along its column. A stage is free only
+//   when the consumers of all the cluster's CTAs have released it (each consumer warp arrives
+//   on every CTA's "empty" barrier, one lane per CTA).
+// Shared memory: A stage = BM rows x 128 B (K-major, 128B swizzle); B stage = BN/BOX_COLS boxes
+//   of BK rows x 128 B (N-major, 128B swizzle; wgmma reads it transposed, or for TF32 the
+//   consumers load it into registers); then per consumer two
+//   64-row C boxes; then the mbarriers and the consumers' split-K flags. Stages and boxes are 1024-byte aligned, as the swizzle
+//   atom (8 rows x 128 B) requires.
+//
+// Run it: zoo run --auto-arch on an H100/H200, or zoo run --kernel sm90_gemm_tma_wgmma
+
+#include "common/zoo_common.cuh"
+#include "sm90/sm90_ptx.cuh"
+extern "C" __device__ int vprintf(const char*, const char*);
+// Timeline probe: clock64 stamps of block 0 (and the last block), printed at the end.
+__device__ __forceinline__ long long tl_now() { return clock64(); }
+__shared__ long long tl_kernel_start, tl_kernel_synced;
+__device__ __forceinline__ unsigned long long tl_gt() { unsigned long long t; asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t)); return t; }
+
+#ifndef ZOO_BM
+#define ZOO_BM 128
+#define ZOO_BN 256
+#define ZOO_BK 64
+#define ZOO_WARP_M 64
+#define ZOO_WARP_N 256
+#define ZOO_STAGES 4
+#define ZOO_GROUP_M 8
+#define ZOO_CLUSTER_M 2
+#define ZOO_SMEM_BYTES 230480
+#endif
+#ifndef ZOO_CLUSTER_N
+#define ZOO_CLUSTER_N 1
+#endif
+#ifndef ZOO_PINGPONG
+#define ZOO_PINGPONG 0
+#endif
+#ifndef ZOO_SWAP_AB
+#define ZOO_SWAP_AB 0
+#endif
+#ifndef ZOO_STREAM_K
+#define ZOO_STREAM_K 0
+#endif
+
+namespace zoo_sm90 {
+
+constexpr int BM = ZOO_BM, BN = ZOO_BN, BK = ZOO_BK, STAGES = ZOO_STAGES;
+constexpr int WG_M = ZOO_WARP_M, WG_N = ZOO_WARP_N;  // one consumer warpgroup's slice of C
+// ZOO_TF32 builds the fp32-input variant: wgmma .tf32 takes only K-major operands from shared
+// memory, and B (K, N) row-major is N-major, so the consumers compute the transposed tile,
+// C^T = B^T A^T: B's slice comes from registers as wgmma's A operand (any layout may be loaded
+// into registers), A's tile is wgmma's K-major B operand. A consumer's slice is then all BM
+// rows x 64 columns of C: wgmma m64 runs along N and its N along M.
+#ifdef ZOO_TF32
+constexpr bool TF32 = true;
+#else
+constexpr bool TF32 = false;
+#endif
+// ZOO_SWAP_AB (configs with swap_ab: 1) computes the transposed tile too, for skinny M and
+// small problems: wgmma's M (64, fixed) runs along C's columns and its N (8-64) along C's
+// rows, so a tile may be as few as 8 rows of C. Both operands stay in shared memory as the
+// producer loads them: the B stage (N-major boxes) is wgmma's A, read transposed; the A
+// stage (K-major rows) is wgmma's B. A consumer's slice is WG_M rows x 64 columns of C.
+constexpr bool SWAP_AB = ZOO_SWAP_AB != 0;
+constexpr bool TRANSPOSED = TF32 || SWAP_AB;        // accumulator rows are C columns
+constexpr int IN_BYTES = TF32 ? 4 : 2;              // fp32 inputs, or fp16 / bf16
+constexpr int MMA_K = 32 / IN_BYTES;                // one wgmma covers 32 bytes of K (k16 / k8)
+constexpr int MMA_N = TRANSPOSED ? WG_M : WG_N;     // wgmma N: C columns, or C rows transposed
+constexpr int ACC_REGS = MMA_N / 2;                 // fp32 accumulators of one wgmma (64 x MMA_N / 128)
+constexpr int CLUSTER_M = ZOO_CLUSTER_M;  // CTAs of a cluster along M (a column of tiles, sharing B)
+constexpr int CLUSTER_N = ZOO_CLUSTER_N;  // and along N (a row of tiles, sharing A)
+constexpr int CLUSTER = CLUSTER_M * CLUSTER_N;
+// Ping-pong (ZOO_PINGPONG): two consumer warpgroups each own whole tiles and take the CTA's
+// tiles in turn, so one's epilogue and the start of its next tile run under the other's
+// MMAs. Else the consumers split every tile between them (cooperative).
+constexpr bool PINGPONG = ZOO_PINGPONG != 0;
+// ZOO_STREAM_K (configs with stream_k: 1): the scheduler can spread the tiles past the last
+// whole wave over every CTA along K (Scheduler). Built only where asked: its arithmetic needs
+// registers the 192-accumulator consumers do not have.
+constexpr bool STREAM_K = ZOO_STREAM_K != 0 && CLUSTER == 1;
+constexpr int M_SUBS = TRANSPOSED ? 1 : WG_M / 64;  // wgmma m64 row blocks of a consumer's slice
+constexpr int SLICES = (BM / WG_M) * (BN / WG_N);   // consumer slices per tile
+constexpr int CONSUMERS = PINGPONG ? 2 : SLICES;
+constexpr int WG_THREADS = 128;
+constexpr int THREADS = WG_THREADS * (1 + CONSUMERS);
+
+constexpr int SWIZZLE_BYTES = 128;                 // one swizzled row: 64 16-bit or 32 fp32 elements
+constexpr int BOX_COLS = SWIZZLE_BYTES / IN_BYTES;
+constexpr int ATOM_BYTES = 8 * SWIZZLE_BYTES;      // swizzle atom: 8 rows x 128 B
+constexpr int A_STAGE_BYTES = BM * BK * IN_BYTES;
+constexpr int B_BOX_BYTES = BK * BOX_COLS * IN_BYTES;  // one TMA box of B: BK rows x 128 B
+constexpr int B_STAGE_BYTES = BK * BN * IN_BYTES;
+constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
+constexpr int BARRIER_BYTES = 2 * STAGES * 8;      // a full and an empty mbarrier per stage
+constexpr int ALIGN_SLACK = 1024;                  // dynamic smem is rounded up to 1024 B here
+// Epilogue staging: per consumer, EPI_BOXES boxes of 64 rows x 128 B of C (128B swizzle),
+// written from registers and stored by TMA while the consumer goes on to its next tile.
+constexpr int EPI_BOX_BYTES = 64 * SWIZZLE_BYTES;
+constexpr int EPI_BOXES = 2;
+constexpr int EPI_BYTES = CONSUMERS * EPI_BOXES * EPI_BOX_BYTES;
+constexpr int SPLIT_FLAG_BYTES = 16;               // per consumer: "this unit finishes its tile"
+constexpr int SMEM_BYTES = ALIGN_SLACK + STAGES * STAGE_BYTES + EPI_BYTES + BARRIER_BYTES + SPLIT_FLAG_BYTES;
+constexpr int K_STEPS = BK / MMA_K;                // wgmmas per K-tile
+
+// Registers: the block is launched at 65536 / THREADS per thread (a multiple of 8); the
+// producer drops to PRODUCER_REGS and the consumers take what it frees (setmaxnreg counts
+// in multiples of 8, at most 256).
+constexpr int LAUNCH_REGS = (65536 / THREADS) / 8 * 8;
+constexpr int PRODUCER_REGS = 40;
+constexpr int CONSUMER_REGS_FREE =
+    ((LAUNCH_REGS * THREADS - PRODUCER_REGS * WG_THREADS) / (CONSUMERS * WG_THREADS)) / 8 * 8;
+constexpr int CONSUMER_REGS = CONSUMER_REGS_FREE < 256 ? CONSUMER_REGS_FREE : 256;
+
+static_assert(BK == BOX_COLS, "a K-tile of A is one 128-byte swizzled row per M row");
+static_assert((TRANSPOSED ? WG_N : WG_M) == 64 || (!TRANSPOSED && WG_M == 128),
+              "a consumer warpgroup issues wgmma m64 (or two row blocks of it)");
+static_assert(!PINGPONG || SLICES == 1, "ping-pong consumers own whole tiles");
+static_assert(SWAP_AB ? ((MMA_N == 8 || MMA_N == 16 || MMA_N == 32 || MMA_N == 64) && !TF32 && !PINGPONG)
+                      : (MMA_N == 64 || MMA_N == 128 || MMA_N == 192 || MMA_N == 256),
+              "wgmma wrappers exist for N = 64, 128, 192 and 256 (swap-AB: 8, 16, 32, 64; cooperative consumers)");
+#ifdef ZOO_B_K_MAJOR
+static_assert(!SWAP_AB, "swap-AB reads B N-major as wgmma's transposed A");
+#endif
+// Epilogue chunk: C rows per staged box (the host's C map box rows, zoo/specs/sm90_wgmma.py).
+constexpr int C_BOX_ROWS = TRANSPOSED && WG_M < 64 ? WG_M : 64;
+static_assert(BM % WG_M == 0 && BN % WG_N == 0 && BN % BOX_COLS == 0, "tile must split");
+static_assert(BM <= 256 && BK <= 256, "TMA box dimensions are at most 256");
+static_assert(CONSUMERS >= 1 && CONSUMERS <= 3, "one producer and 1-3 consumer warpgroups");
+static_assert(CONSUMERS * 4 <= SPLIT_FLAG_BYTES, "a split-K flag per consumer");
+static_assert(STAGES >= 2, "the ring needs at least two stages");
+constexpr int A_SHARE_ROWS = BM / CLUSTER_N;  // the rows of A's tile one CTA loads and multicasts
+constexpr int B_SHARE_ROWS = BK / CLUSTER_M;  // the K rows of each B box one CTA loads and multicasts
+static_assert(CLUSTER >= 1 && CLUSTER <= 8, "portable cluster sizes: at most 8 CTAs");
+static_assert(A_SHARE_ROWS % 8 == 0 && B_SHARE_ROWS % 8 == 0 && BM % CLUSTER_N == 0 && BK % CLUSTER_M == 0,
+              "each CTA's share of a box is whole swizzle atoms (8 rows), so the shares tile the box");
+static_assert(A_STAGE_BYTES % ATOM_BYTES == 0 && B_BOX_BYTES % ATOM_BYTES == 0,
+              "stages and boxes must keep 1024-byte alignment");
+static_assert(CONSUMER_REGS >= M_SUBS * ACC_REGS + (TF32 ? 56 : 40), "the accumulators must fit the consumers' registers");
+static_assert(SMEM_BYTES == ZOO_SMEM_BYTES, "host smem formula (zoo/specs/sm90_wgmma.py) disagrees with the kernel");
+
+// Stores two adjacent outputs (row, col), (row, col + 1); `pair` when both are inside N and
+// C's element pairs are aligned for one vector store.
+__device__ __forceinline__ void store2(float* p, float x, float y, bool pair, bool second) {
+  if (pair) {
+    *reinterpret_cast<float2*>(p) = make_float2(x, y);
+  } else {
+    p[0] = x;
+    if (second) p[1] = y;
+  }
+}
+__device__ __forceinline__ void store2(half* p, float x, float y, bool pair, bool second) {
+  if (pair) {
+    *reinterpret_cast<half2*>(p) = __floats2half2_rn(x, y);
+  } else {
+    p[0] = __float2half_rn(x);
+    if (second) p[1] = __float2half_rn(y);
+  }
+}
+__device__ __forceinline__ void store2(__nv_bfloat16* p, float x, float y, bool pair, bool second) {
+  if (pair) {
+    *reinterpret_cast<__nv_bfloat162*>(p) = __floats2bfloat162_rn(x, y);
+  } else {
+    p[0] = __float2bfloat16_rn(x);
+    if (second) p[1] = __float2bfloat16_rn(y);
+  }
+}
+
+// Two adjacent outputs into shared memory, converted to C's type.
+__device__ __forceinline__ void st_shared_pair(unsigned addr, float x, float y, float*) {
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(x), "f"(y) : "memory");
+}
+__device__ __forceinline__ void st_shared_pair(unsigned addr, float x, float y, half*) {
+  const half2 v = __floats2half2_rn(x, y);
+  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(*reinterpret_cast<const unsigned*>(&v)) : "memory");
+}
+__device__ __forceinline__ void st_shared_pair(unsigned addr, float x, float y, __nv_bfloat16*) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(x, y);
+  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(*reinterpret_cast<const unsigned*>(&v)) : "memory");
+}
+
+// Epilogue through TMA: one 64-row block of the warpgroup's slice (64 x WG_N) goes out one
+// box (64 rows x 128 B, 128B-swizzled so the pair stores of 8 rows hit 32 banks) at a time,
+// the boxes taken in turn from the consumer's EPI_BOXES: a box waits only until the store
+// out of it EPI_BOXES boxes ago has read it (`staged` counts the consumer's boxes across
+// tiles), and the last stores overlap the next tile's MMAs. The leader thread issues the
+// stores. No bounds checks: TMA skips what falls outside C.
+template <typename OutT>
+__device__ __forceinline__ void store_tile_tma(const float (&acc)[ACC_REGS], unsigned buf,
+                                               const TensorMap* tmap_c, int row0, int col0, int matrix,
+                                               int consumer, int warp, int lane, unsigned& staged) {
+  constexpr int BOX_COLS_C = SWIZZLE_BYTES / sizeof(OutT);
+  static_assert(WG_N % BOX_COLS_C == 0, "the slice splits into whole boxes");
+  const bool leader = threadIdx.x % WG_THREADS == 0;
+  const int swz = (lane / 4) % 8;  // row % 8 of both rows this thread writes
+#pragma unroll
+  for (int q = 0; q < WG_N / BOX_COLS_C; ++q, ++staged) {
+    const unsigned box = buf + (staged % EPI_BOXES) * EPI_BOX_BYTES;
+    if (leader) bulk_wait_read<EPI_BOXES - 1>();
+    named_barrier(1 + consumer, WG_THREADS);
+#pragma unroll
+    for (int jj = 0; jj < BOX_COLS_C / 8; ++jj) {
+      const int j = q * (BOX_COLS_C / 8) + jj;  // the accumulators' 8-column group
+      const int byte = (jj * 8 + 2 * (lane % 4)) * static_cast<int>(sizeof(OutT));
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = warp * 16 + lane / 4 + 8 * h;
+        const unsigned addr = box + r * SWIZZLE_BYTES + ((((byte >> 4) ^ swz) << 4) | (byte & 15));
+        st_shared_pair(addr, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], static_cast<OutT*>(nullptr));
+      }
+    }
+    fence_proxy_async();
+    named_barrier(1 + consumer, WG_THREADS);
+    if (leader) {
+      tma_store_3d(tmap_c, box, col0 + q * BOX_COLS_C, row0, matrix);
+      bulk_commit();
+    }
+  }
+}
+
+// One GEMM, or a batch of same-shape GEMMs, of a launch: its tensor maps (kernel parameters,
+// or a table entry in global memory; their third dimension walks the batch), C, the elements
+// from one C matrix to the next, the sizes, and the first unit of work it owns.
+template <typename OutT>
+struct Gemm {
+  const TensorMap *a, *b, *c;
+  OutT* C;
+  long long c_batch;
+  int M, N, K, ldc, c_tma, unit_begin;
+  const zoo::ConvGeometry* conv;  // ZOO_CONV builds: the convolution whose im2col is A
+};
+
+#ifdef ZOO_CONV
+static_assert(CLUSTER == 1, "a convolution's A tile is one im2col load and its B one weight box (no multicast)");
+// The loads of K-tile kt of tile (m0 = its first output pixel, n0 = its first output channel):
+// the im2col box of A at the tap's offsets, and the weights' box at the tap (see the header).
+__device__ __forceinline__ void load_conv_tiles(unsigned a_dst, unsigned b_dst, const TensorMap* map_a,
+                                                const TensorMap* map_b, unsigned bar,
+                                                const zoo::ConvGeometry& g, int m0, int n0, int kt) {
+  const int c_blocks = g.c_pad / BK, tap = kt / c_blocks, r = tap / g.S, s = tap - r * g.S;
+  const int c0 = (kt - tap * c_blocks) * BK;
+  const int pq = g.P * g.Q, n = m0 / pq, p = (m0 - n * pq) / g.Q, q = m0 - n * pq - p * g.Q;
+  tma_load_im2col_4d(a_dst, map_a, bar, c0, q * g.stride_w - g.pad_w, p * g.stride_h - g.pad_h, n,
+                     static_cast<unsigned short>(s * g.dil_w), static_cast<unsigned short>(r * g.dil_h));
+  tma_load_4d(b_dst, map_b, bar, c0, s, r, n0);
+}
+#endif
+
+// A grouped launch's table entry in global memory, packed by the host (zoo/gemm.py,
+// GROUP_ENTRY_BYTES): tensor maps at offsets 0, 128, 256, then C and the sizes.
+struct alignas(64) GroupEntry {
+  TensorMap a, b, c;
+  unsigned long long C;
+  int M, N, K, ldc, c_tma, unit_begin;
+};
+// Layout: three 128-byte maps, then C at byte 384 and six ints from 392 (declaration order;
+// every field is at its natural alignment), padded to 448.
+static_assert(sizeof(TensorMap) == 128 && sizeof(GroupEntry) == 448,
+              "zoo/gemm.py packs 448-byte entries: 3 maps, then C at 384, six ints at 392");
+
+// A unit of work: tile (tile_m, tile_n) of matrix `matrix` of GEMM `g`'s batch, its K-tiles
+// [kt_begin, kt_end), split `split` of `splits`. Stream-K units: part `split` of the `parts`
+// that add up to tail tile `tail_tile` (0 parts: an empty run, nothing to do), the first of
+// which keeps its partial in slot `first_slot` (split_k_reduce); else tail_tile = -1.
+template <typename OutT>
+struct Work {
+  Gemm<OutT> g;
+  int matrix, tile_m, tile_n, kt_begin, kt_end, split;
+  int parts = 1, tail_tile = -1, first_slot = 0;
+};
+
+// Tile scheduler: a cluster owns stacks of CLUSTER_M x CLUSTER_N tiles (a column of the stack
+// shares B tiles, a row shares A tiles), in grouped order; CTA `rank` of the cluster takes
+// tile (rank % CLUSTER_M, rank / CLUSTER_M) of the stack.
+// With split-K (grids under one wave), each stack is `splits` units over slices of K. A
+// batched launch walks its matrices one after the other, a grouped launch the GEMMs of its
+// table.
+// Stream-K (STREAM_K builds, tail_tiles > 0): the tiles of the whole waves go one per unit as
+// usual; the tail_tiles after them, which would leave SMs idle in a last wave, are laid end
+// to end along K (tail x k_tiles K-tiles) and cut into one run per CTA, equal to within one
+// K-tile. A run is at most k_tiles long, so it meets at most two tiles: each CTA gets two
+// more units, the part of its run in its first tail tile and the part in the next (often
+// empty).
+template <typename OutT>
+struct Scheduler {
+  Gemm<OutT> single;        // the GEMM of a one-GEMM launch
+  const GroupEntry* table;  // or the GEMMs of a grouped launch (splits = 1)
+  int count, units, first, step, rank_m, rank_n, splits;
+  int whole = 0, tail = 0, k_tiles = 0, tail_work = 0;  // stream-K: tail_work = tail x k_tiles
+  __device__ Scheduler(const Gemm<OutT>& g, const GroupEntry* table_, int count_, int units_,
+                       int splits_, int tail_tiles = 0)
+      : single(g), table(table_), count(count_), units(units_), splits(splits_) {
+    if constexpr (CLUSTER > 1) {
+      const int rank = cluster_rank();
+      first = cluster_id(), step = cluster_count(), rank_m = rank % CLUSTER_M, rank_n = rank / CLUSTER_M;
+    } else {
+      first = blockIdx.x, step = gridDim.x, rank_m = 0, rank_n = 0;
+    }
+    if constexpr (STREAM_K) {
+      if (tail_tiles > 0) {  // the host checks that runs are several K-tiles and tail_work x step fits int32
+        tail = tail_tiles;
+        whole = units - tail;
+        k_tiles = zoo::ceil_div(g.K, BK);
+        tail_work = tail * k_tiles;
+        units = whole + 2 * step;  // CTA b's runs are units whole + b and whole + step + b
+      }
+    }
+  }
+  // Stream-K: the first K-tile of CTA b's run, and the CTA whose run holds K-tile x of the
+  // tail (the last b with run_start(b) <= x).
+  __device__ int run_start(int b) const { return static_cast<unsigned>(tail_work * b) / step; }
+  __device__ int run_owner(int x) const { return static_cast<unsigned>((x + 1) * step - 1) / tail_work; }
+  __device__ Work<OutT> stream_k_work(int unit) const {
+    const int b = (unit - whole) % step, part = (unit - whole) / step;
+    const int begin = run_start(b), end = run_start(b + 1);
+    const int j = begin / k_tiles + part;  // the tail tile
+    const int t0 = j * k_tiles;
+    Work<OutT> w = tile_work(whole + j);  // splits = 1: the whole tile
+    w.tail_tile = j;
+    w.kt_begin = max(begin, t0) - t0;
+    w.kt_end = min(end, t0 + k_tiles) - t0;
+    if (j >= tail || w.kt_begin >= w.kt_end) {  // the run ended in its first tile
+      w.kt_begin = w.kt_end = w.parts = 0;
+      return w;
+    }
+    // Part u of the tile is CTA first + u's run. Every run is nonempty (the host's rule), so
+    // the CTAs first..last all count in. The tile is the first of each of those runs but
+    // perhaps the first CTA's: its second run, when it began in the tile before.
+    const int first_cta = run_owner(t0);
+    w.split = b - first_cta;
+    w.parts = run_owner(t0 + k_tiles - 1) - first_cta + 1;
+    w.first_slot = 2 * first_cta + (run_start(first_cta) < t0 ? 1 : 0);
+    return w;
+  }
+  __device__ Gemm<OutT> gemm_of(int unit) const {
+    if (table == nullptr) return single;
+    const GroupEntry& e = table[zoo::entry_index(table, count, &GroupEntry::unit_begin, unit)];
+    return {&e.a, &e.b, &e.c, reinterpret_cast<OutT*>(e.C), 0, e.M, e.N, e.K, e.ldc, e.c_tma, e.unit_begin, nullptr};
+  }
+  // A tile of a stack past the last M or N tile still runs: its loads are zero-filled and its
+  // stores skipped, while its CTA keeps multicasting its shares to the peers.
+  __device__ Work<OutT> work(int unit) const {
+    if constexpr (STREAM_K) {
+      if (tail > 0 && unit >= whole) return stream_k_work(unit);
+    }
+    return tile_work(unit);
+  }
+  // Unit `unit` of the whole waves (or of a launch without stream-K).
+  __device__ Work<OutT> tile_work(int unit) const {
+    Work<OutT> w;
+    w.g = gemm_of(unit);
+    const int local = unit - w.g.unit_begin;
+    const int stacks_m = zoo::ceil_div(zoo::ceil_div(w.g.M, BM), CLUSTER_M);
+    const int stacks_n = zoo::ceil_div(zoo::ceil_div(w.g.N, BN), CLUSTER_N);
+    const int k_tiles = zoo::ceil_div(w.g.K, BK), k_per_split = zoo::ceil_div(k_tiles, splits);
+    const int per_matrix = stacks_m * stacks_n * splits;
+    w.matrix = local / per_matrix;
+    const int in_matrix = local - w.matrix * per_matrix;
+    int stack_m, stack_n;
+    w.split = in_matrix % splits;
+    zoo::grouped_tile(in_matrix / splits, stacks_m, stacks_n, zoo::cmax(1, ZOO_GROUP_M / CLUSTER_M), stack_m, stack_n);
+    w.tile_m = stack_m * CLUSTER_M + rank_m;
+    w.tile_n = stack_n * CLUSTER_N + rank_n;
+    w.kt_begin = w.split * k_per_split;
+    w.kt_end = min(k_tiles, w.kt_begin + k_per_split);
+    return w;
+  }
+};
+
+// Split-K: every unit of a tile stores its fp32 partial (in the accumulator layout, one float4
+// per thread per step, coalesced) and counts itself in; the unit that arrives last adds the
+// others' partials and runs the epilogue. No unit waits for another, so a persistent grid
+// cannot deadlock whatever order it meets the units in. Returns whether this unit finishes.
+// Stream-K's parts of a tail tile do the same, with a counter per tail tile and slice (split-K
+// and stream-K never share a launch, so both count from the workspace's first counter) and
+// partials per CTA and run: slot 2 b + run for CTA b; part u > 0 of a tile is its CTA's run 0,
+// part 0's slot is first_slot.
+template <typename OutT>
+__device__ __forceinline__ bool split_k_reduce(float (&acc)[M_SUBS][ACC_REGS], const Work<OutT>& w,
+                                               const Scheduler<OutT>& sched, int consumer,
+                                               float* workspace, int* counters,
+                                               volatile int* flag) {
+  constexpr int VECS = ACC_REGS / 4;  // float4s per thread and wgmma row block
+  const int t = threadIdx.x % WG_THREADS;
+  const int slice = PINGPONG ? 0 : consumer;
+  // NOTE: a float4 of row block s holds rows row0 + 64 s and row0 + 64 s + 8 (TF32: columns).
+  // Row blocks wholly past M are neither stored nor read: a skinny M (16 rows of a 128-row
+  // tile) moves a fraction of the partials.
+  const int row0 = w.tile_m * BM + (slice % (BM / WG_M)) * WG_M + (t / 32) * 16 + (t % 32) / 4;
+  auto live = [&](int s) { return TRANSPOSED || row0 + 64 * s < w.g.M; };
+  constexpr long long PARTIAL = M_SUBS * VECS * WG_THREADS;  // float4s of a slice's partial
+  // Tiles counted with the stacks' dummies past M and N.
+  const int tiles_m = zoo::ceil_div(zoo::ceil_div(w.g.M, BM), CLUSTER_M) * CLUSTER_M;
+  const int tiles_n = zoo::ceil_div(zoo::ceil_div(w.g.N, BN), CLUSTER_N) * CLUSTER_N;
+  const bool stream_k = STREAM_K && w.tail_tile >= 0;
+  const int slot = stream_k ? w.tail_tile * SLICES + slice
+                            : ((w.matrix * tiles_m + w.tile_m) * tiles_n + w.tile_n) * SLICES + slice;
+  const int parts = stream_k ? w.parts : sched.splits;
+  float4* const partials = reinterpret_cast<float4*>(workspace) + static_cast<long long>(slot) * sched.splits * PARTIAL;
+  auto partial = [&](int u) {
+    if (stream_k)
+      return reinterpret_cast<float4*>(workspace) +
+             ((u == 0 ? w.first_slot : 2 * (w.first_slot / 2 + u)) * SLICES + slice) * PARTIAL;
+    return partials + u * PARTIAL;
+  };
+  float4* const mine = partial(w.split);
+#pragma unroll
+  for (int s = 0; s < M_SUBS; ++s)
+    if (live(s))
+#pragma unroll
+      for (int i = 0; i < VECS; ++i)
+        mine[(s * VECS + i) * WG_THREADS + t] =
+            make_float4(acc[s][4 * i], acc[s][4 * i + 1], acc[s][4 * i + 2], acc[s][4 * i + 3]);
+  __threadfence();  // the partial is visible GPU-wide before the count says so
+  named_barrier(1 + consumer, WG_THREADS);
+  if (t == 0) flag[consumer] = atomicAdd(counters + slot, 1);
+  named_barrier(1 + consumer, WG_THREADS);
+  if (flag[consumer] != parts - 1) return false;
+  // NOTE: every unit has counted in; zero the count for the next launch on this stream, which
+  // reuses the workspace (the host zeroes counters only when it allocates them).
+  if (t == 0) counters[slot] = 0;
+  __threadfence();
+  for (int s = 0; s < parts; ++s) {
+    if (s == w.split) continue;
+    const float4* const other = partial(s);
+#pragma unroll
+    for (int r = 0; r < M_SUBS; ++r)
+      if (live(r))
+#pragma unroll
+      for (int i = 0; i < VECS; ++i) {
+        const float4 v = __ldcg(other + (r * VECS + i) * WG_THREADS + t);  // from other SMs: not via L1
+        float* const a = acc[r];
+        a[4 * i] += v.x, a[4 * i + 1] += v.y, a[4 * i + 2] += v.z, a[4 * i + 3] += v.w;
+      }
+  }
+  return true;
+}
+
+// Each consumer warp tells every CTA of the cluster that it is done reading a stage: lane r
+// arrives on CTA r's barrier (all at once, rather than one lane in turn).
+__device__ __forceinline__ void release(unsigned empty_bar, int lane) {
+  if constexpr (CLUSTER > 1) {
+    if (lane < CLUSTER) mbar_arrive_cluster(empty_bar, lane);
+  } else {
+    if (lane == 0) mbar_arrive(empty_bar);
+  }
+}
+
+// ---- Transposed-tile helpers (TF32, swap-AB). A consumer's accumulator rows are C columns,
+// its columns C rows: acc[4 j + 2 h + e] is C row 8 j + 2 (lane % 4) + e of the slice, C column
+// transposed_column(warp, h, lane / 4).
+// TF32: row r = 16 warp + 8 h + g of the wgmma A operand (g = lane / 4) is C column n_local(r) of
+// the slice: group q = 2 warp + h covers 128-byte box q / 4 and 16-byte chunks q % 4 and q % 4 + 4
+// (word g % 4 of each). One fragment load reads 8 columns g at each of 4 k rows (k = t or t + 4,
+// t = lane % 4); the swizzle XORs the chunk with k, so the 32 lanes hit 32 different banks.
+__device__ __forceinline__ int tf32_column(int warp, int h, int g) {
+  const int q = 2 * warp + h;
+  return (q / 4) * BOX_COLS + 4 * (q % 4 + 4 * (g / 4)) + g % 4;
+}
+// Swap-AB: wgmma reads the B stage's columns in order, so A-operand row r is C column r.
+__device__ __forceinline__ int transposed_column(int warp, int h, int g) {
+  return TF32 ? tf32_column(warp, h, g) : 16 * warp + 8 * h + g;
+}
+
+// One output element into shared memory, converted to C's type.
+__device__ __forceinline__ void st_shared_one(unsigned addr, float x, float*) {
+  asm volatile("st.shared.f32 [%0], %1;" ::"r"(addr), "f"(x) : "memory");
+}
+__device__ __forceinline__ void st_shared_one(unsigned addr, float x, half*) {
+  asm volatile("st.shared.b16 [%0], %1;" ::"r"(addr), "h"(__half_as_ushort(__float2half_rn(x))) : "memory");
+}
+__device__ __forceinline__ void st_shared_one(unsigned addr, float x, __nv_bfloat16*) {
+  asm volatile("st.shared.b16 [%0], %1;" ::"r"(addr), "h"(__bfloat16_as_ushort(__float2bfloat16_rn(x))) : "memory");
+}
+__device__ __forceinline__ float to_out(float x, float*) { return x; }
+__device__ __forceinline__ half to_out(float x, half*) { return __float2half_rn(x); }
+__device__ __forceinline__ __nv_bfloat16 to_out(float x, __nv_bfloat16*) { return __float2bfloat16_rn(x); }
+
+// Epilogue of the transposed tile through TMA: chunks of C_BOX_ROWS C rows x the slice's 64
+// columns (one 128-byte box of 16-bit C, two of fp32), written element by element into the
+// swizzled staging boxes (a warp's stores land in distinct 16-byte chunks of 4 or 8 rows: no
+// bank conflicts), then stored by the leader.
+template <typename OutT>
+__device__ __forceinline__ void store_tile_tma_transposed(const float (&acc)[ACC_REGS], unsigned buf,
+                                                          const TensorMap* tmap_c, int row0, int col0,
+                                                          int matrix, int consumer, int warp, int lane) {
+  constexpr int BOX_COLS_C = SWIZZLE_BYTES / sizeof(OutT), PER_CHUNK = 16 / sizeof(OutT);
+  constexpr int BOXES = WG_N / BOX_COLS_C;
+  static_assert(!TRANSPOSED || (WG_N == 64 && BOXES <= EPI_BOXES && WG_M % C_BOX_ROWS == 0),
+                "a chunk is C_BOX_ROWS rows x the slice's 64 columns");
+  const bool leader = threadIdx.x % WG_THREADS == 0;
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int q = 0; q < WG_M / C_BOX_ROWS; ++q) {
+    if (leader) bulk_wait_read<0>();
+    named_barrier(1 + consumer, WG_THREADS);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int n = transposed_column(warp, h, g), nn = n % BOX_COLS_C;
+      const unsigned box = buf + (n / BOX_COLS_C) * EPI_BOX_BYTES;
+#pragma unroll
+      for (int jj = 0; jj < C_BOX_ROWS / 8; ++jj) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int r = 8 * jj + 2 * t + e;  // C row within the chunk
+          const unsigned addr = box + r * SWIZZLE_BYTES + (((nn / PER_CHUNK) ^ (r % 8)) << 4) +
+                                sizeof(OutT) * (nn % PER_CHUNK);
+          st_shared_one(addr, acc[4 * ((C_BOX_ROWS / 8) * q + jj) + 2 * h + e], static_cast<OutT*>(nullptr));
+        }
+      }
+    }
+    fence_proxy_async();
+    named_barrier(1 + consumer, WG_THREADS);
+    if (leader) {
+#pragma unroll
+      for (int b = 0; b < BOXES; ++b)
+        tma_store_3d(tmap_c, buf + b * EPI_BOX_BYTES, col0 + b * BOX_COLS_C, row0 + C_BOX_ROWS * q, matrix);
+      bulk_commit();
+    }
+  }
+}
+
+// Ring position: `n` K-tiles further on (the phase flips at each lap).
+__device__ __forceinline__ void advance_ring(int& stage, unsigned& phase, int n) {
+  if (n <= 0) return;
+  stage += n;
+  phase ^= (stage / STAGES) & 1;
+  stage %= STAGES;
+}
+
+template <int R, int N>
+__device__ __forceinline__ void zero_accumulators(float (&acc)[R][N]) {
+#pragma unroll
+  for (int r = 0; r < R; ++r)
+#pragma unroll
+    for (int i = 0; i < N; ++i) acc[r][i] = 0.f;
+}
+
+// One k16 step of a consumer's slice from stage descriptors a (A rows) and b (B columns): a
+// wgmma per 64-row block of A, or for swap-AB one with the operands' roles swapped (C^T =
+// B^T A^T). N, the accumulators per thread, keeps the wrapper that is not built unnamed.
+template <bool BF16, int R, int N>
+__device__ __forceinline__ void mma_step(float (&acc)[R][N], unsigned long long a, unsigned long long b,
+                                         int accumulate) {
+  if constexpr (SWAP_AB) {
+    WgmmaSwapAB<2 * N, BF16>::mma(acc[0], b, a, accumulate);
+  } else {
+#pragma unroll
+    for (int s = 0; s < R; ++s)  // row block s: 64 rows (64 x 128 B) further into A
+      Wgmma<2 * N, BF16>::mma(acc[s], a + s * (64 * SWIZZLE_BYTES >> 4), b, accumulate);
+  }
+}
+// TF32: one k8 step, A's fragment from registers.
+template <int N>
+__device__ __forceinline__ void mma_tf32(float (&acc)[N], const unsigned (&frag)[4], unsigned long long b,
+                                         int accumulate) {
+  WgmmaTf32<2 * N>::mma(acc, frag, b, accumulate);
+}
+
+// Hardware barriers 1..CONSUMERS: one consumer warpgroup's own steps; the next two: the
+// ping-pong consumers' turns (bar ORDER_BARRIER + c: consumer c may issue its MMAs).
+constexpr int ORDER_BARRIER = 1 + CONSUMERS;
+
+// ---- Consumers: warpgroup `consumer` computes rows wg_m0.., columns wg_n0.. of each tile.
+template <bool BF16, typename OutT>
+__device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsigned epi_smem,
+                                        unsigned full_bar, unsigned empty_bar,
+                                        const Scheduler<OutT>& sched, int consumer,
+                                        float* workspace, int* counters,
+                                        volatile int* split_flags) {
+  setmaxnreg_inc<CONSUMER_REGS>();
+  long long tl_first_full = 0, tl_mma_done = 0, tl_reduced = 0, tl_stored = 0;
+  const long long tl_c0 = tl_kernel_start;
+  const int slice = PINGPONG ? 0 : consumer;  // a ping-pong consumer's slice is the whole tile
+  const int wg_m0 = (slice % (BM / WG_M)) * WG_M, wg_n0 = (slice / (BM / WG_M)) * WG_N;
+  const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
+
+  // Descriptors of stage 0 for this warpgroup's slice; a stage, a k step and a B box are
+  // byte offsets added to the start-address field (>> 4).
+  // A: K-major, 8-row groups 1024 B apart (SBO); LBO unused with a swizzle this wide.
+  // Swap-AB uses the same two descriptors with the roles swapped: A's is wgmma's B operand
+  // (WG_M rows, K-major), B's box wg_n0 / 64 is wgmma's A operand (64 columns, N-major).
+  const unsigned long long desc_a0 = sw128_descriptor(a_smem + wg_m0 * SWIZZLE_BYTES, 16, ATOM_BYTES);
+#ifdef ZOO_B_K_MAJOR
+  // B (a convolution's weights): K-major like A, BN rows of 128 B, 8-row groups 1024 B apart.
+  const unsigned long long desc_b0 = sw128_descriptor(b_smem + wg_n0 * SWIZZLE_BYTES, 16, ATOM_BYTES);
+  constexpr int B_K_STEP_BYTES = 32;  // a k16 step: 32 bytes along the swizzled row
+#else
+  // B: N-major; 128-byte-wide boxes B_BOX_BYTES apart (LBO), 8-row K groups 1024 B apart (SBO).
+  const unsigned long long desc_b0 =
+      sw128_descriptor(b_smem + (wg_n0 / BOX_COLS) * B_BOX_BYTES, B_BOX_BYTES, ATOM_BYTES);
+  constexpr int B_K_STEP_BYTES = MMA_K * SWIZZLE_BYTES;  // a k16 step: 16 rows of 128 B
+#endif
+  // TF32: this thread's fragment words in a B stage, for k = t (e = 0) and t + 4 (e = 1) of a
+  // k8 step, rows g (h = 0) and g + 8 (h = 1): box, swizzled 16-byte chunk, word.
+  unsigned frag_off[2][2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int n = wg_n0 + tf32_column(warp, h, lane / 4), k = lane % 4 + 4 * e;
+      frag_off[h][e] = (n / BOX_COLS) * B_BOX_BYTES + k * SWIZZLE_BYTES +
+                       ((((n % BOX_COLS) / 4) ^ k) << 4) + 4 * (n % 4);
+    }
+
+  float acc[M_SUBS][ACC_REGS];
+  zero_accumulators(acc);
+
+  int stage = 0;
+  unsigned phase = 0;
+  bool c_tma_used = false;
+  unsigned epi_staged = 0;  // C boxes this consumer has staged (store_tile_tma)
+  const TensorMap* c_fenced = nullptr;
+  // turn: the unit's place in this CTA's list. Ping-pong consumers take turns: consumer c
+  // owns the units with turn % 2 == c, skips the other's K-tiles in the ring, and issues its
+  // MMAs only once the other has issued all of its previous unit's (ORDER_BARRIER): so the
+  // tensor cores serve one tile at a time, and no consumer waits on a ring stage more than
+  // one lap ahead of what has been consumed (the parity wait could not tell the laps apart).
+  int turn = 0;
+  for (int unit = sched.first; unit < sched.units; unit += sched.step, ++turn) {
+    const Work<OutT> w = sched.work(unit);
+    if (PINGPONG && turn % 2 != consumer) {
+      advance_ring(stage, phase, w.kt_end - w.kt_begin);
+      continue;
+    }
+    if (PINGPONG && turn > 0) named_barrier(ORDER_BARRIER + consumer, 2 * WG_THREADS);
+    const int tile_m = w.tile_m, tile_n = w.tile_n;
+    // A new GEMM's C map is first read by this unit's stores: fetch it under the MMAs.
+    if (sched.table != nullptr && w.g.c_tma && w.g.c != c_fenced && threadIdx.x % WG_THREADS == 0)
+      tma_prefetch_descriptor(w.g.c);
+
+    int prev_stage = -1;
+    for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+      mbar_wait(full_bar + 8 * stage, phase);
+      if (tl_first_full == 0) tl_first_full = tl_now();
+      if constexpr (TF32) {
+        // One commit group per k8 step, each reading its own 4 fragment registers: before a
+        // step's registers are reloaded, the previous K-tile's same step must be done, so 3
+        // groups stay in flight while the next fragment loads.
+        unsigned frag[K_STEPS][4];
+#pragma unroll
+        for (int ks = 0; ks < K_STEPS; ++ks) {
+          wgmma_wait<K_STEPS - 1>();
+          if (ks == K_STEPS - 1 && prev_stage >= 0) release(empty_bar + 8 * prev_stage, lane);
+          const unsigned b_stage = b_smem + stage * B_STAGE_BYTES + ks * MMA_K * SWIZZLE_BYTES;
+          frag[ks][0] = round_to_tf32(ld_shared_u32(b_stage + frag_off[0][0]));
+          frag[ks][1] = round_to_tf32(ld_shared_u32(b_stage + frag_off[1][0]));
+          frag[ks][2] = round_to_tf32(ld_shared_u32(b_stage + frag_off[0][1]));
+          frag[ks][3] = round_to_tf32(ld_shared_u32(b_stage + frag_off[1][1]));
+          wgmma_fence();
+          const unsigned long long a = desc_a0 + ((stage * A_STAGE_BYTES + ks * 32) >> 4);
+          mma_tf32(acc[0], frag[ks], a, (kt > w.kt_begin || ks > 0) ? 1 : 0);
+          wgmma_commit();
+        }
+        fence_accumulators(acc[0]);
+      } else {
+        wgmma_fence();
+#pragma unroll
+        for (int ks = 0; ks < K_STEPS; ++ks) {
+          const unsigned long long a = desc_a0 + ((stage * A_STAGE_BYTES + ks * 32) >> 4);
+          const unsigned long long b = desc_b0 + ((stage * B_STAGE_BYTES + ks * B_K_STEP_BYTES) >> 4);
+          mma_step<BF16>(acc, a, b, (kt > w.kt_begin || ks > 0) ? 1 : 0);
+        }
+        wgmma_commit();
+        // This K-tile's MMAs stay in flight; the previous one's are done, so its stage is free.
+        wgmma_wait<1>();
+        fence_accumulators(acc);
+        if (prev_stage >= 0) release(empty_bar + 8 * prev_stage, lane);
+      }
+      prev_stage = stage;
+      if (++stage == STAGES) stage = 0, phase ^= 1;
+    }
+    // The other ping-pong consumer's next unit may issue its MMAs now.
+    if (PINGPONG && unit + sched.step < sched.units) named_barrier_arrive(ORDER_BARRIER + 1 - consumer, 2 * WG_THREADS);
+    wgmma_wait<0>();
+    fence_accumulators(acc);
+    if (tl_mma_done == 0) tl_mma_done = tl_now();
+    if (prev_stage >= 0) release(empty_bar + 8 * prev_stage, lane);
+    if (STREAM_K && w.parts == 0) continue;  // an empty stream-K run
+    if (w.kt_begin >= w.kt_end) zero_accumulators(acc);  // an empty K slice (the host avoids them) adds zero
+    if ((sched.splits > 1 || (STREAM_K && w.parts > 1)) &&
+        !split_k_reduce(acc, w, sched, consumer, workspace, counters, split_flags))
+      continue;  // another unit of this tile finishes it
+
+    if (tl_reduced == 0) tl_reduced = tl_now();
+    if (w.g.c_tma) {
+      if (sched.table != nullptr && w.g.c != c_fenced && threadIdx.x % WG_THREADS == 0) {
+        tensormap_acquire(w.g.c);  // only the leader issues the stores
+        c_fenced = w.g.c;
+      }
+      c_tma_used = true;
+      const unsigned buf = epi_smem + consumer * EPI_BOXES * EPI_BOX_BYTES;
+      if constexpr (TRANSPOSED) {
+        store_tile_tma_transposed<OutT>(acc[0], buf, w.g.c, tile_m * BM + wg_m0, tile_n * BN + wg_n0,
+                                        w.matrix, consumer, warp, lane);
+      } else {
+#pragma unroll
+        for (int s = 0; s < M_SUBS; ++s)
+          store_tile_tma<OutT>(acc[s], buf, w.g.c, tile_m * BM + wg_m0 + 64 * s, tile_n * BN + wg_n0,
+                               w.matrix, consumer, warp, lane, epi_staged);
+      }
+      continue;
+    }
+    const int M = w.g.M, N = w.g.N, ldc = w.g.ldc;
+    OutT* const C = w.g.C + w.matrix * w.g.c_batch;
+    if constexpr (TRANSPOSED) {
+      // C that TMA cannot address: element stores from the transposed accumulator layout
+      // (thread rows are C columns transposed_column(..), its columns C rows 2 (lane % 4) + 8 j, +1).
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int col = tile_n * BN + wg_n0 + transposed_column(warp, h, lane / 4);
+        if (col >= N) continue;
+#pragma unroll
+        for (int j = 0; j < MMA_N / 8; ++j)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int row = tile_m * BM + wg_m0 + 8 * j + 2 * (lane % 4) + e;
+            if (row < M) C[static_cast<long long>(row) * ldc + col] = to_out(acc[0][4 * j + 2 * h + e], C);
+          }
+      }
+      continue;
+    }
+    // Output pairs can be stored as one vector when C's rows keep pairs aligned.
+    const bool c_pairs = (ldc % 2 == 0) && (reinterpret_cast<uintptr_t>(C) % (2 * sizeof(OutT)) == 0);
+    // C that TMA cannot address (unaligned rows): straight from the wgmma accumulator layout,
+    // 16 rows per warp; each thread holds column pairs (2 * (lane % 4) + 8 j) of rows
+    // lane / 4 and lane / 4 + 8.
+    const int row0 = tile_m * BM + wg_m0 + warp * 16 + lane / 4;
+    const int col0 = tile_n * BN + wg_n0 + 2 * (lane % 4);
+#pragma unroll
+    for (int s = 0; s < M_SUBS; ++s)
+#pragma unroll
+      for (int half_rows = 0; half_rows < 2; ++half_rows) {
+        const int row = row0 + 64 * s + 8 * half_rows;
+        if (row >= M) continue;
+        OutT* const c_row = C + static_cast<long long>(row) * ldc;
+#pragma unroll
+        for (int j = 0; j < WG_N / 8; ++j) {
+          const int col = col0 + 8 * j;
+          if (col < N)
+            store2(c_row + col, acc[s][4 * j + 2 * half_rows], acc[s][4 * j + 2 * half_rows + 1],
+                   c_pairs && col + 1 < N, col + 1 < N);
+        }
+      }
+  }
+  // The last stores must have read their shared-memory boxes before the block exits (their
+  // global writes complete with the kernel, as for any store).
+  tl_stored = tl_now();
+  if (c_tma_used && threadIdx.x % WG_THREADS == 0) bulk_wait_read<0>();
+  if (threadIdx.x % WG_THREADS == 0 && (blockIdx.x == 0 || blockIdx.x == gridDim.x - 1))
+    printf("TL consumer %d block %d: synced %lld first_full %lld mma_done %lld reduced %lld stored %lld read_done %lld (cycles from the kernel's start)\n",
+           consumer, blockIdx.x, tl_kernel_synced - tl_c0, tl_first_full - tl_c0, tl_mma_done - tl_c0, tl_reduced - tl_c0,
+           tl_stored - tl_c0, tl_now() - tl_c0);
+}
+
+template <bool BF16, typename OutT>
+__device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* workspace, int* counters) {
+  extern __shared__ unsigned char smem_raw[];
+  const long long tl_k0 = tl_now();
+  if (threadIdx.x == 0) tl_kernel_start = tl_k0;
+  const unsigned smem_base = (smem_u32(smem_raw) + ALIGN_SLACK - 1) & ~unsigned(ALIGN_SLACK - 1);
+  const unsigned a_smem = smem_base;                         // STAGES x A_STAGE_BYTES
+  const unsigned b_smem = smem_base + STAGES * A_STAGE_BYTES;  // STAGES x B_STAGE_BYTES
+  const unsigned epi_smem = smem_base + STAGES * STAGE_BYTES;  // EPI_BYTES
+  const unsigned full_bar = epi_smem + EPI_BYTES;              // STAGES x 8 B
+  const unsigned empty_bar = full_bar + STAGES * 8;            // STAGES x 8 B
+  // SPLIT_FLAG_BYTES after the barriers, addressed generically (volatile int reads).
+  volatile int* const split_flags = reinterpret_cast<volatile int*>(
+      smem_raw + (empty_bar + STAGES * 8 - smem_u32(smem_raw)));
+
+  const int warpgroup = threadIdx.x / WG_THREADS;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(full_bar + 8 * s, 1);                              // the producer's expect_tx
+      mbar_init(empty_bar + 8 * s, CLUSTER * SLICES * 4);  // the warps reading it, cluster-wide
+    }
+    mbar_init_fence();
+  }
+  // Peers arrive on these barriers and multicast into this CTA: all must be initialised first.
+  if constexpr (CLUSTER > 1) cluster_sync(); else __syncthreads();
+  // Launched as a programmatic dependent (registry.dependent_launch: problems that fit in L2;
+  // NOTES.md, "Programmatic dependent launch"), the grid gets here while the grid before it
+  // in the stream may still run: every thread waits for it before its first global read or write
+  // (A, B, C, the split-K workspace and counters, a grouped launch's table). All of this
+  // grid's blocks are resident (persistent), so the next grid may start now: its blocks take
+  // SMs as these exit and run up to here under this grid's last tiles. Without the attribute
+  // both are no-ops.
+  const long long tl_synced = tl_now();
+  grid_dependency_wait();
+  grid_launch_dependents();
+  if (threadIdx.x == 0) tl_kernel_synced = tl_synced;
+
+  if (warpgroup == 0) {
+    // ---- Producer: one thread keeps the ring full, across tiles.
+    setmaxnreg_dec<PRODUCER_REGS>();
+    if (threadIdx.x == 0) {
+      if (sched.table == nullptr) {
+        tma_prefetch_descriptor(sched.single.a);
+        tma_prefetch_descriptor(sched.single.b);
+        if (sched.single.c_tma) tma_prefetch_descriptor(sched.single.c);
+      }
+      // Multicast masks: the CTAs of this one's row of tiles (same rank_m: A) and column (B).
+      unsigned short row_mask = 0, column_mask = 0;
+      for (int j = 0; j < CLUSTER_N; ++j) row_mask |= 1u << (sched.rank_m + CLUSTER_M * j);
+      for (int i = 0; i < CLUSTER_M; ++i) column_mask |= 1u << (i + CLUSTER_M * sched.rank_n);
+      long long tl_p0 = 0, tl_p1 = 0;
+      const long long tl_pstart = tl_now();
+      const TensorMap* fenced = nullptr;
+      int stage = 0;
+      unsigned phase = 0;
+      for (int unit = sched.first; unit < sched.units; unit += sched.step) {
+        const Work<OutT> w = sched.work(unit);
+        const int tile_m = w.tile_m, tile_n = w.tile_n;
+        const TensorMap* const tmap_a = w.g.a;
+        const TensorMap* const tmap_b = w.g.b;
+        if (sched.table != nullptr && tmap_a != fenced) {  // a new GEMM of the table
+          tensormap_acquire(tmap_a);
+          tensormap_acquire(tmap_b);
+          fenced = tmap_a;
+        }
+        if (sched.table != nullptr && unit + sched.step < sched.units) {
+          // The next unit's maps, if it starts another GEMM: fetched while this one loads.
+          const Gemm<OutT> next = sched.gemm_of(unit + sched.step);
+          if (next.a != tmap_a) {
+            tma_prefetch_descriptor(next.a);
+            tma_prefetch_descriptor(next.b);
+          }
+        }
+        if (tl_p0 == 0) tl_p0 = tl_now();
+        for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+          if (kt == w.kt_begin + 1 && tl_p1 == 0) tl_p1 = tl_now();
+          // Free in every CTA of the cluster: this thread's shares land in its row and column.
+          mbar_wait(empty_bar + 8 * stage, phase ^ 1);
+          const unsigned bar = full_bar + 8 * stage;
+          mbar_arrive_expect_tx(bar, STAGE_BYTES);  // the whole stage: this CTA's shares and the peers'
+          const int a_row = sched.rank_n * A_SHARE_ROWS;
+          const unsigned a_dst = a_smem + stage * A_STAGE_BYTES + a_row * SWIZZLE_BYTES;
+#ifdef ZOO_CONV
+          load_conv_tiles(a_dst, b_smem + stage * B_STAGE_BYTES, tmap_a, tmap_b, bar, *w.g.conv, tile_m * BM,
+                          tile_n * BN, kt);
+#else
+          if constexpr (CLUSTER_N > 1)
+            tma_load_3d_multicast(a_dst, tmap_a, bar, kt * BK, tile_m * BM + a_row, w.matrix, row_mask);
+          else
+            tma_load_3d(a_dst, tmap_a, bar, kt * BK, tile_m * BM, w.matrix);
+#endif
+#ifndef ZOO_CONV
+          const int b_row = sched.rank_m * B_SHARE_ROWS;
+#pragma unroll
+          for (int box = 0; box < BN / BOX_COLS; ++box) {
+            const unsigned dst = b_smem + stage * B_STAGE_BYTES + box * B_BOX_BYTES + b_row * SWIZZLE_BYTES;
+            if constexpr (CLUSTER_M > 1)
+              tma_load_3d_multicast(dst, tmap_b, bar, tile_n * BN + box * BOX_COLS, kt * BK + b_row, w.matrix,
+                                    column_mask);
+            else
+              tma_load_3d(dst, tmap_b, bar, tile_n * BN + box * BOX_COLS, kt * BK, w.matrix);
+          }
+#endif
+          if (++stage == STAGES) stage = 0, phase ^= 1;
+        }
+      }
+      if (blockIdx.x == 0 || blockIdx.x == gridDim.x - 1)
+        printf("TL producer block %d: setmaxnreg+prefetch %lld, first unit's work() %lld, first stage issued %lld, all issued %lld (cycles from kernel start)\n",
+               blockIdx.x, tl_pstart - tl_k0, tl_p0 - tl_k0, tl_p1 - tl_k0, tl_now() - tl_k0);
+    }
+  } else {
+    consume<BF16>(a_smem, b_smem, epi_smem, full_bar, empty_bar, sched, warpgroup - 1, workspace,
+                  counters, split_flags);
+  }
+  // No CTA may leave while a peer can still arrive on its barriers or multicast into it.
+  if constexpr (CLUSTER > 1) {
+    __syncwarp();  // the producer warp's lanes meet again before the aligned cluster barrier
+    cluster_sync();
+  }
+}
+
+}  // namespace zoo_sm90
+
+// Two entry points per dtype pair: one GEMM or a batch of `batch` same-shape GEMMs from the
+// kernel parameters (zoo.mm; zoo.bmm's batched mode), or a grouped launch over a table of
+// GEMMs in global memory (zoo.bmm's grouped mode).
+#define ZOO_SM90_ENTRY(NAME, BF16, OUT_T)                                                   \
+  extern "C" __global__ void __launch_bounds__(zoo_sm90::THREADS, 1)                        \
+      NAME(const __grid_constant__ zoo_sm90::TensorMap tmap_a,                               \
+           const __grid_constant__ zoo_sm90::TensorMap tmap_b,                               \
+           const __grid_constant__ zoo_sm90::TensorMap tmap_c, int c_tma,                    \
+           OUT_T* __restrict__ C, int M, int N, int K, int ldc, long long c_batch, int batch,  \
+           int splits, int stream_k, float* workspace, int* counters) {                     \
+    const zoo_sm90::Gemm<OUT_T> g{&tmap_a, &tmap_b, &tmap_c, C, c_batch, M, N, K, ldc, c_tma, 0, nullptr}; \
+    const int units = zoo::ceil_div(zoo::ceil_div(M, zoo_sm90::BM), zoo_sm90::CLUSTER_M) *  \
+                      zoo::ceil_div(zoo::ceil_div(N, zoo_sm90::BN), zoo_sm90::CLUSTER_N) *  \
+                      splits * batch;                                                       \
+    zoo_sm90::gemm<BF16, OUT_T>(zoo_sm90::Scheduler<OUT_T>(g, nullptr, 1, units, splits, stream_k), \
+                                workspace, counters);                                       \
+  }                                                                                         \
+  extern "C" __global__ void __launch_bounds__(zoo_sm90::THREADS, 1)                        \
+      NAME##_grouped(const zoo_sm90::GroupEntry* __restrict__ table, int count, int units) { \
+    const zoo_sm90::Gemm<OUT_T> none{};                                                     \
+    zoo_sm90::gemm<BF16, OUT_T>(zoo_sm90::Scheduler<OUT_T>(none, table, count, units, 1),   \
+                                nullptr, nullptr);                                          \
+  }
+
+// A convolution (ZOO_CONV): one implicit GEMM per launch, tmap_a an im2col map of the input.
+#define ZOO_SM90_CONV_ENTRY(NAME, BF16, OUT_T)                                              \
+  extern "C" __global__ void __launch_bounds__(zoo_sm90::THREADS, 1)                        \
+      NAME(const __grid_constant__ zoo_sm90::TensorMap tmap_a,                               \
+           const __grid_constant__ zoo_sm90::TensorMap tmap_b,                               \
+           const __grid_constant__ zoo_sm90::TensorMap tmap_c, int c_tma,                    \
+           OUT_T* __restrict__ C, int M, int N, int K, int ldc, int splits,                 \
+           const __grid_constant__ zoo::ConvGeometry conv, float* workspace, int* counters) { \
+    const zoo_sm90::Gemm<OUT_T> g{&tmap_a, &tmap_b, &tmap_c, C, 0, M, N, K, ldc, c_tma, 0, &conv}; \
+    const int units = zoo::ceil_div(zoo::ceil_div(M, zoo_sm90::BM), zoo_sm90::CLUSTER_M) *  \
+                      zoo::ceil_div(N, zoo_sm90::BN) * splits;                              \
+    zoo_sm90::gemm<BF16, OUT_T>(zoo_sm90::Scheduler<OUT_T>(g, nullptr, 1, units, splits),   \
+                                workspace, counters);                                       \
+  }
+
+#if defined(ZOO_CONV)
+ZOO_SM90_CONV_ENTRY(zoo_conv_sm90_f16_f16out, false, half)
+ZOO_SM90_CONV_ENTRY(zoo_conv_sm90_f16_f32out, false, float)
+ZOO_SM90_CONV_ENTRY(zoo_conv_sm90_bf16_bf16out, true, __nv_bfloat16)
+ZOO_SM90_CONV_ENTRY(zoo_conv_sm90_bf16_f32out, true, float)
+#elif defined(ZOO_TF32)
+ZOO_SM90_ENTRY(zoo_gemm_sm90_tf32, false, float)
+#else
+ZOO_SM90_ENTRY(zoo_gemm_sm90_f16_f16out, false, half)
+ZOO_SM90_ENTRY(zoo_gemm_sm90_f16_f32out, false, float)
+ZOO_SM90_ENTRY(zoo_gemm_sm90_bf16_bf16out, true, __nv_bfloat16)
+ZOO_SM90_ENTRY(zoo_gemm_sm90_bf16_f32out, true, float)
+#endif
+
+#if !defined(__CUDACC_RTC__) && !defined(ZOO_TF32) && !defined(ZOO_CONV)
+// Host launchers for nvcc builds (zoo export: a shared library for ctypes); the zoo itself
+// launches the kernels above through the Driver API (zoo/cuda.py builds the same tensor maps).
+// Each returns a cudaError_t code, 0 on success. A, B, C row-major and packed; TMA needs
+// 16-byte rows, so K and N must be multiples of 8 (else cudaErrorInvalidValue). The launch is
+// persistent (one block per SM), without split-K; cluster configs are not exported.
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cstring>
+
+namespace zoo_sm90_host {
+
+static int encode(zoo_sm90::TensorMap* out, CUtensorMapDataType type, const void* base, int rows,
+                  int cols, int elem_bytes, int box_rows, int box_cols) {
+  static PFN_cuTensorMapEncodeTiled_v12000 encode_tiled = nullptr;
+  if (!encode_tiled) {
+    cudaDriverEntryPointQueryResult found;
+    ZOO_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled",
+                                                    reinterpret_cast<void**>(&encode_tiled), 12000,
+                                                    cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess) return static_cast<int>(cudaErrorNotSupported);
+  }
+  CUtensorMap map;  // 3-D, as the kernel reads them: a batch of one matrix
+  const cuuint64_t row_bytes = static_cast<cuuint64_t>(cols) * elem_bytes;
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows), 1};
+  const cuuint64_t strides[2] = {row_bytes, row_bytes * rows};
+  const cuuint32_t box[3] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows), 1};
+  const cuuint32_t unit[3] = {1, 1, 1};
+  const CUresult rc = encode_tiled(&map, type, 3, const_cast<void*>(base), dims, strides, box, unit,
+                                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                   CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (rc != CUDA_SUCCESS) return static_cast<int>(cudaErrorInvalidValue);
+  static_assert(sizeof(CUtensorMap) == sizeof(zoo_sm90::TensorMap), "a tensor map is 128 bytes");
+  std::memcpy(out, &map, sizeof(map));
+  return 0;
+}
+
+template <typename T> constexpr CUtensorMapDataType tma_type();
+template <> constexpr CUtensorMapDataType tma_type<half>() { return CU_TENSOR_MAP_DATA_TYPE_FLOAT16; }
+template <> constexpr CUtensorMapDataType tma_type<__nv_bfloat16>() { return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16; }
+template <> constexpr CUtensorMapDataType tma_type<float>() { return CU_TENSOR_MAP_DATA_TYPE_FLOAT32; }
+
+template <typename T, typename OutT, typename Kernel>
+static int launch(Kernel kernel, const T* A, const T* B, OutT* C, int M, int N, int K,
+                  cudaStream_t stream) {
+  using namespace zoo_sm90;
+  if (M <= 0 || N <= 0 || K <= 0 || K % 8 || N % 8 || reinterpret_cast<uintptr_t>(A) % 16 ||
+      reinterpret_cast<uintptr_t>(B) % 16)
+    return static_cast<int>(cudaErrorInvalidValue);
+  if (CLUSTER != 1) return static_cast<int>(cudaErrorNotSupported);
+  const int smem_rc = zoo::raise_smem_limit_once(reinterpret_cast<const void*>(kernel), SMEM_BYTES);
+  if (smem_rc) return smem_rc;
+  TensorMap map_a, map_b, map_c;
+  int rc = encode(&map_a, tma_type<T>(), A, M, K, sizeof(T), BM, BK);
+  if (!rc) rc = encode(&map_b, tma_type<T>(), B, K, N, sizeof(T), BK, BOX_COLS);
+  // C through TMA when its rows are 16-byte aligned, else direct stores (as zoo/gemm.py).
+  const int c_tma = reinterpret_cast<uintptr_t>(C) % 16 == 0 && (static_cast<long long>(N) * sizeof(OutT)) % 16 == 0;
+  std::memset(&map_c, 0, sizeof(map_c));
+  if (!rc && c_tma)
+    rc = encode(&map_c, tma_type<OutT>(), C, M, N, sizeof(OutT), C_BOX_ROWS, SWIZZLE_BYTES / static_cast<int>(sizeof(OutT)));  // one staging box
+  if (rc) return rc;
+  int device = 0, sms = 0;
+  ZOO_CUDA_CHECK(cudaGetDevice(&device));
+  ZOO_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int units = zoo::ceil_div(M, BM) * zoo::ceil_div(N, BN);
+  kernel<<<units < sms ? units : sms, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, c_tma, C, M, N,
+                                                                      K, N, 0LL, 1, 1, 0, nullptr, nullptr);
+  ZOO_CUDA_CHECK(cudaGetLastError());
+  return 0;
+}
+
+}  // namespace zoo_sm90_host
+
+extern "C" int zoo_gemm_sm90(const half* A, const half* B, float* C, int M, int N, int K,
+                             cudaStream_t stream) {
+  return zoo_sm90_host::launch(zoo_gemm_sm90_f16_f32out, A, B, C, M, N, K, stream);
+}
+extern "C" int zoo_gemm_sm90_half(const half* A, const half* B, half* C, int M, int N, int K,
+                                  cudaStream_t stream) {
+  return zoo_sm90_host::launch(zoo_gemm_sm90_f16_f16out, A, B, C, M, N, K, stream);
+}
+extern "C" int zoo_gemm_sm90_bf16(const __nv_bfloat16* A, const __nv_bfloat16* B, float* C, int M,
+                                  int N, int K, cudaStream_t stream) {
+  return zoo_sm90_host::launch(zoo_gemm_sm90_bf16_f32out, A, B, C, M, N, K, stream);
+}
+extern "C" int zoo_gemm_sm90_bf16_bf16(const __nv_bfloat16* A, const __nv_bfloat16* B,
+                                       __nv_bfloat16* C, int M, int N, int K, cudaStream_t stream) {
+  return zoo_sm90_host::launch(zoo_gemm_sm90_bf16_bf16out, A, B, C, M, N, K, stream);
+}
+#endif
