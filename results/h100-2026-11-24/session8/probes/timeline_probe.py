@@ -1,7 +1,9 @@
 """Where a small GEMM's kernel time goes: the zoo's choice for each shape built from
-probes/timeline.cu (the kernel with clock64 stamps printed by the first and last block), fired
+timeline.cu (the kernel with clock64 stamps printed by the first and last block), fired
 three times at inputs out of L2 with the GPU idle before each (as zoo bench), each output checked.
 
+    patch -o results/h100-2026-11-24/session8/probes/timeline.cu kernels/sm90/gemm_tma_wgmma.cu \
+        results/h100-2026-11-24/session8/probes/timeline.diff     (the kernel at 7576ce2)
     python3 results/h100-2026-11-24/session8/probes/timeline_probe.py [MxNxK[=CONFIG[:fields]] ...]
 """
 import sys
