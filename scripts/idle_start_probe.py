@@ -8,7 +8,8 @@ call by call, timed three ways with CUDA events:
               timed call (its code, constants and descriptors warm; the clocks as idle);
   b2b:        no synchronize or sleep: calls back to back (on the lent host the Python
               around each replay takes longer than calls under ~40 us, so there it times
-              the host, as the 11-27 us of 256^3 and 512^3 in NOTES.md show).
+              the host: 11 and 27 us at 256^3 and 512^3 in
+              results/h100-2026-11-24/session8/run1/idle-start.json).
 
 Then torch.profiler over the idle way: each call's kernel time (first kernel's start to the
 last one's end) and the gap between the sleep's end and its first kernel's start.
