@@ -19,31 +19,29 @@ last one's end) and the gap between the sleep's end and its first kernel's start
 import json
 import statistics
 import sys
-import tempfile
 
 import torch
-from torch.profiler import ProfilerActivity, profile
 
 import zoo
 from zoo import bench, gemm
-from variant_probe import json_arg  # scripts/, next to this one
+from eager_probe import kernel_events  # scripts/, next to this one
+from variant_probe import json_arg
 
 H = torch.float16
 SHAPES = ["256x256x256", "512x512x512", "1000x1000x1000", "3000x3000x3000", "1x11008x4096",
           "16x11008x4096", "128x11008x4096", "4096x4096x4096"]
 
 
-def timed(replays, sets, lead, mode, iters=40):
-    """{name: median us} of the replays timed the `mode` way, interleaved."""
+def timed_warm(replays, sets, lead, iters=40):
+    """{name: median us} of the replays timed the idle+warm way, interleaved (the idle and
+    back-to-back ways are bench.time_side_by_side's)."""
     times = {name: [] for name in replays}
     for i in range(iters):
         for name, per_set in replays.items():
             s = i % sets
-            if mode != "b2b":
-                torch.cuda.synchronize()
-                torch.cuda._sleep(lead)
-            if mode == "idle+warm":
-                per_set[(s + 1) % sets]()
+            torch.cuda.synchronize()
+            torch.cuda._sleep(lead)
+            per_set[(s + 1) % sets]()  # untimed: the op just ran
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             per_set[s]()
@@ -55,17 +53,12 @@ def timed(replays, sets, lead, mode, iters=40):
 
 def profiled(per_set, sets, lead, calls=20):
     """(median kernel us per call, median gap us from the sleep's end to the call's first
-    kernel) of the idle way under torch.profiler."""
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for i in range(calls):
-            torch.cuda.synchronize()
-            torch.cuda._sleep(lead)
-            per_set[i % sets]()
+    kernel, kernel names) of the idle way under torch.profiler."""
+    def idle_call(s):
         torch.cuda.synchronize()
-    path = tempfile.mktemp(suffix=".json")
-    prof.export_chrome_trace(path)
-    events = sorted((e for e in json.load(open(path))["traceEvents"] if e.get("cat") == "kernel"),
-                    key=lambda e: e["ts"])
+        torch.cuda._sleep(lead)
+        per_set[s]()
+    events = kernel_events(idle_call, sets, calls)
     spans, gaps, sleep_end, first, last = [], [], None, None, None
     for e in events + [{"name": "spin", "ts": float("inf"), "dur": 0}]:
         if "spin" in e["name"] or "sleep" in e["name"]:
@@ -109,7 +102,11 @@ def main(argv):
             replays[op] = [g.replay for g in graphs]
         torch.cuda.synchronize()
         assert bench.verify(A[0], B[0], C["zoo"][0]).ok, text
-        t = {mode: timed(replays, sets, lead, mode) for mode in ("idle", "idle+warm", "b2b")}
+        replays_by_set = {op: (lambda per_set: lambda s: per_set[s]())(per_set) for op, per_set in replays.items()}
+        t = {mode: {op: 1e3 * timing.median_ms for op, timing in bench.time_side_by_side(
+                 replays_by_set, sets, warmup=3, iters=40, graph=False, lead_cycles=cycles).items()}
+             for mode, cycles in (("idle", lead), ("b2b", 0))}
+        t["idle+warm"] = timed_warm(replays, sets, lead)
         for op in replays:
             kern, gap, names = profiled(replays[op], sets, lead)
             row = {"shape": text, "op": op, **{mode: t[mode][op] for mode in t}, "kernel": kern, "gap": gap,
