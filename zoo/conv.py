@@ -325,7 +325,8 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, x: torch.T
             split_k = (slots * splits * cfg.warp_m * cfg.warp_n, slots)
         args = [(a_map, cuda.ENCODED_MAP), (b_map, cuda.ENCODED_MAP), (c_map, cuda.TENSOR_MAP),
                 (int(c_tma), cuda.INT32), (0, cuda.POINTER), (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32),
-                (n, cuda.INT32), (splits, cuda.INT32), geometry, (0, cuda.POINTER), (0, cuda.POINTER)]
+                (n, cuda.INT32), (splits, cuda.INT32), geometry,
+                (spec.unit_layout(cfg, m, n, k, splits), cuda.BY_VALUE), (0, cuda.POINTER), (0, cuda.POINTER)]
     launch = gemm.Launch(fn, device_index, grid, cfg.threads, cfg.cluster_size, args, split_k, (0, 1, 4), maps=True)
     return launch, im2col
 

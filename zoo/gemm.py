@@ -542,6 +542,7 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
                     (c.data_ptr(), cuda.POINTER), (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32), ldc,
                     (_matrix_stride(c), cuda.INT64), (batch, cuda.INT32),
                     (splits, cuda.INT32), (tail, cuda.INT32),
+                    (spec.unit_layout(cfg, m, n, k, splits), cuda.BY_VALUE),
                     (0, cuda.POINTER), (0, cuda.POINTER)]  # workspace, counters: per fire
         else:
             args = [(a.data_ptr(), cuda.POINTER), (b.data_ptr(), cuda.POINTER), (c.data_ptr(), cuda.POINTER),

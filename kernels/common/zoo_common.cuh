@@ -68,6 +68,34 @@ struct Int {
 };
 __host__ __device__ constexpr int cmax(int a, int b) { return a > b ? a : b; }
 
+// n / d for a divisor fixed for the launch: with the multiplier the host worked out (zoo/specs/
+// sm90_wgmma.py, Divisor: Granlund and Montgomery's round-up method), a multiply-high, an add
+// and a shift; FAST = false: a plain division (mul unused). The sm90 scheduler decodes a unit
+// with four of them, which as signed divisions were ~180 dependent instructions before a
+// block's first load (NOTES.md, "The start of a small GEMM").
+struct Divisor {
+  int d;
+  unsigned mul;
+  int shift;
+  template <bool FAST>
+  __device__ __forceinline__ int div(int n) const {  // 0 <= n < 2^31: the sum below fits 32 bits
+    const unsigned u = static_cast<unsigned>(n);
+    if constexpr (FAST) return static_cast<int>((__umulhi(u, mul) + u) >> shift);
+    return static_cast<int>(u / static_cast<unsigned>(d));
+  }
+};
+static_assert(sizeof(Divisor) == 12, "zoo/specs/sm90_wgmma.py packs 12-byte Divisors");
+#ifndef __CUDACC_RTC__
+// The multiplier for d >= 1, as Divisor.of in zoo/specs/sm90_wgmma.py works it out (for the
+// launchers of an nvcc build, zoo export).
+inline Divisor divisor_of(int d) {
+  int shift = 0;
+  while ((1ull << shift) < static_cast<unsigned long long>(d)) ++shift;  // ceil(log2 d)
+  const unsigned long long mul = (1ull << (32 + shift)) / static_cast<unsigned long long>(d) - (1ull << 32) + 1;
+  return {d, static_cast<unsigned>(mul), shift};
+}
+#endif
+
 // Grouped ("swizzled") block order: consecutive blocks walk GROUP_M tile rows down one
 // tile column before moving right, so the A rows and B columns they share stay in L2.
 __device__ __forceinline__ void grouped_tile(int pid, int tiles_m, int tiles_n, int group_m,

@@ -47,6 +47,7 @@
 //   laid end to end along K and cut into one run of K-tiles per CTA (Scheduler); their parts
 //   reduce as split-K's units do, with partials per CTA and run (2 x gridDim.x x BM x BN
 //   floats) and a counter per tail tile and consumer.
+//   layout (UnitLayout): how unit numbers decode, with the host's multipliers for its divisions.
 //
 // Pipeline (warp-specialized): warpgroup 0 is the producer: one thread issues the TMA loads of
 //   each K-tile into a ring of STAGES shared-memory buffers, after waiting on that stage's
@@ -330,6 +331,26 @@ struct Work {
   int parts = 1, tail_tile = -1, first_slot = 0;
 };
 
+// How a one-GEMM launch's unit numbers decode (Scheduler::tile_work): unit = (matrix of the
+// batch, stack, K slice), stacks in grouped order, GROUP stack rows per group. zoo/specs/
+// sm90_wgmma.py (unit_layout) works it out once per layout, multipliers included; a grouped
+// launch works out each GEMM's here, with plain divisions.
+constexpr int GROUP = zoo::cmax(1, ZOO_GROUP_M / CLUSTER_M);  // stack rows per group
+struct UnitLayout {
+  zoo::Divisor per_matrix;  // units per matrix: stacks x splits
+  zoo::Divisor splits;      // K slices per stack
+  zoo::Divisor per_group;   // stacks per group: GROUP x stack columns
+  zoo::Divisor last_rows;   // stack rows of the last group: GROUP, or the stack rows left
+  int k_per_split;          // K-tiles per slice
+};
+static_assert(sizeof(UnitLayout) == 52, "zoo/specs/sm90_wgmma.py packs a 52-byte UnitLayout");
+__host__ __device__ inline UnitLayout plain_layout(int M, int N, int K, int splits) {
+  const int stacks_m = zoo::ceil_div(zoo::ceil_div(M, BM), CLUSTER_M);
+  const int stacks_n = zoo::ceil_div(zoo::ceil_div(N, BN), CLUSTER_N);
+  return {{stacks_m * stacks_n * splits, 0, 0}, {splits, 0, 0}, {GROUP * stacks_n, 0, 0},
+          {stacks_m - (stacks_m - 1) / GROUP * GROUP, 0, 0}, zoo::ceil_div(zoo::ceil_div(K, BK), splits)};
+}
+
 // Tile scheduler: a cluster owns stacks of CLUSTER_M x CLUSTER_N tiles (a column of the stack
 // shares B tiles, a row shares A tiles), in grouped order; CTA `rank` of the cluster takes
 // tile (rank % CLUSTER_M, rank / CLUSTER_M) of the stack.
@@ -345,12 +366,13 @@ struct Work {
 template <typename OutT>
 struct Scheduler {
   Gemm<OutT> single;        // the GEMM of a one-GEMM launch
+  UnitLayout layout;        // and how its units decode
   const GroupEntry* table;  // or the GEMMs of a grouped launch (splits = 1)
   int count, units, first, step, rank_m, rank_n, splits;
   int whole = 0, tail = 0, k_tiles = 0, tail_work = 0;  // stream-K: tail_work = tail x k_tiles
-  __device__ Scheduler(const Gemm<OutT>& g, const GroupEntry* table_, int count_, int units_,
-                       int splits_, int tail_tiles = 0)
-      : single(g), table(table_), count(count_), units(units_), splits(splits_) {
+  __device__ Scheduler(const Gemm<OutT>& g, const UnitLayout& layout_, const GroupEntry* table_, int count_,
+                       int units_, int splits_, int tail_tiles = 0)
+      : single(g), layout(layout_), table(table_), count(count_), units(units_), splits(splits_) {
     if constexpr (CLUSTER > 1) {
       const int rank = cluster_rank();
       first = cluster_id(), step = cluster_count(), rank_m = rank % CLUSTER_M, rank_n = rank / CLUSTER_M;
@@ -408,22 +430,35 @@ struct Scheduler {
   }
   // Unit `unit` of the whole waves (or of a launch without stream-K).
   __device__ Work<OutT> tile_work(int unit) const {
+    const Gemm<OutT> g = gemm_of(unit);
+    // One GEMM: the host's layout and multipliers; a grouped launch: this GEMM's, divided plainly.
+    return table == nullptr ? decode<true>(g, layout, unit) : decode<false>(g, plain_layout(g.M, g.N, g.K, 1), unit);
+  }
+  template <bool FAST>
+  __device__ Work<OutT> decode(const Gemm<OutT>& g, const UnitLayout& lay, int unit) const {
     Work<OutT> w;
-    w.g = gemm_of(unit);
-    const int local = unit - w.g.unit_begin;
-    const int stacks_m = zoo::ceil_div(zoo::ceil_div(w.g.M, BM), CLUSTER_M);
-    const int stacks_n = zoo::ceil_div(zoo::ceil_div(w.g.N, BN), CLUSTER_N);
-    const int k_tiles = zoo::ceil_div(w.g.K, BK), k_per_split = zoo::ceil_div(k_tiles, splits);
-    const int per_matrix = stacks_m * stacks_n * splits;
-    w.matrix = local / per_matrix;
-    const int in_matrix = local - w.matrix * per_matrix;
+    w.g = g;
+    const int local = unit - g.unit_begin;
+    w.matrix = lay.per_matrix.div<FAST>(local);
+    const int in_matrix = local - w.matrix * lay.per_matrix.d;
+    const int stack = lay.splits.div<FAST>(in_matrix);
+    w.split = in_matrix - stack * lay.splits.d;
+    // Grouped order (zoo::grouped_tile): GROUP stack rows down one stack column, then the next
+    // column; the last group may have fewer rows.
+    const int group = lay.per_group.div<FAST>(stack);
+    const unsigned in_group = stack - group * lay.per_group.d;
+    const int first_m = group * GROUP;
     int stack_m, stack_n;
-    w.split = in_matrix % splits;
-    zoo::grouped_tile(in_matrix / splits, stacks_m, stacks_n, zoo::cmax(1, ZOO_GROUP_M / CLUSTER_M), stack_m, stack_n);
+    if (first_m + GROUP <= zoo::ceil_div(zoo::ceil_div(g.M, BM), CLUSTER_M)) {
+      stack_m = first_m + in_group % GROUP, stack_n = in_group / GROUP;
+    } else {
+      stack_n = lay.last_rows.div<FAST>(in_group);
+      stack_m = first_m + in_group - stack_n * lay.last_rows.d;
+    }
     w.tile_m = stack_m * CLUSTER_M + rank_m;
     w.tile_n = stack_n * CLUSTER_N + rank_n;
-    w.kt_begin = w.split * k_per_split;
-    w.kt_end = min(k_tiles, w.kt_begin + k_per_split);
+    w.kt_begin = w.split * lay.k_per_split;
+    w.kt_end = min(zoo::ceil_div(g.K, BK), w.kt_begin + lay.k_per_split);
     return w;
   }
 };
@@ -820,6 +855,13 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
   const int warpgroup = threadIdx.x / WG_THREADS;
 
   if (threadIdx.x == 0) {
+    // The maps are kernel parameters (nothing the grid before writes): fetch them first, so
+    // the producer's first loads find them (NOTES.md, "The start of a small GEMM").
+    if (sched.table == nullptr) {
+      tma_prefetch_descriptor(sched.single.a);
+      tma_prefetch_descriptor(sched.single.b);
+      if (sched.single.c_tma) tma_prefetch_descriptor(sched.single.c);
+    }
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(full_bar + 8 * s, 1);                              // the producer's expect_tx
       mbar_init(empty_bar + 8 * s, CLUSTER * SLICES * 4);  // the warps reading it, cluster-wide
@@ -842,11 +884,6 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
     // ---- Producer: one thread keeps the ring full, across tiles.
     setmaxnreg_dec<PRODUCER_REGS>();
     if (threadIdx.x == 0) {
-      if (sched.table == nullptr) {
-        tma_prefetch_descriptor(sched.single.a);
-        tma_prefetch_descriptor(sched.single.b);
-        if (sched.single.c_tma) tma_prefetch_descriptor(sched.single.c);
-      }
       // Multicast masks: the CTAs of this one's row of tiles (same rank_m: A) and column (B).
       unsigned short row_mask = 0, column_mask = 0;
       for (int j = 0; j < CLUSTER_N; ++j) row_mask |= 1u << (sched.rank_m + CLUSTER_M * j);
@@ -926,18 +963,17 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
            const __grid_constant__ zoo_sm90::TensorMap tmap_b,                               \
            const __grid_constant__ zoo_sm90::TensorMap tmap_c, int c_tma,                    \
            OUT_T* __restrict__ C, int M, int N, int K, int ldc, long long c_batch, int batch,  \
-           int splits, int stream_k, float* workspace, int* counters) {                     \
+           int splits, int stream_k, const zoo_sm90::UnitLayout layout, float* workspace,   \
+           int* counters) {                                                                 \
     const zoo_sm90::Gemm<OUT_T> g{&tmap_a, &tmap_b, &tmap_c, C, c_batch, M, N, K, ldc, c_tma, 0, nullptr}; \
-    const int units = zoo::ceil_div(zoo::ceil_div(M, zoo_sm90::BM), zoo_sm90::CLUSTER_M) *  \
-                      zoo::ceil_div(zoo::ceil_div(N, zoo_sm90::BN), zoo_sm90::CLUSTER_N) *  \
-                      splits * batch;                                                       \
-    zoo_sm90::gemm<BF16, OUT_T>(zoo_sm90::Scheduler<OUT_T>(g, nullptr, 1, units, splits, stream_k), \
+    const int units = layout.per_matrix.d * batch;                                          \
+    zoo_sm90::gemm<BF16, OUT_T>(zoo_sm90::Scheduler<OUT_T>(g, layout, nullptr, 1, units, splits, stream_k), \
                                 workspace, counters);                                       \
   }                                                                                         \
   extern "C" __global__ void __launch_bounds__(zoo_sm90::THREADS, 1)                        \
       NAME##_grouped(const zoo_sm90::GroupEntry* __restrict__ table, int count, int units) { \
     const zoo_sm90::Gemm<OUT_T> none{};                                                     \
-    zoo_sm90::gemm<BF16, OUT_T>(zoo_sm90::Scheduler<OUT_T>(none, table, count, units, 1),   \
+    zoo_sm90::gemm<BF16, OUT_T>(zoo_sm90::Scheduler<OUT_T>(none, {}, table, count, units, 1), \
                                 nullptr, nullptr);                                          \
   }
 
@@ -948,11 +984,10 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
            const __grid_constant__ zoo_sm90::TensorMap tmap_b,                               \
            const __grid_constant__ zoo_sm90::TensorMap tmap_c, int c_tma,                    \
            OUT_T* __restrict__ C, int M, int N, int K, int ldc, int splits,                 \
-           const __grid_constant__ zoo::ConvGeometry conv, float* workspace, int* counters) { \
+           const __grid_constant__ zoo::ConvGeometry conv, const zoo_sm90::UnitLayout layout, \
+           float* workspace, int* counters) {                                               \
     const zoo_sm90::Gemm<OUT_T> g{&tmap_a, &tmap_b, &tmap_c, C, 0, M, N, K, ldc, c_tma, 0, &conv}; \
-    const int units = zoo::ceil_div(zoo::ceil_div(M, zoo_sm90::BM), zoo_sm90::CLUSTER_M) *  \
-                      zoo::ceil_div(N, zoo_sm90::BN) * splits;                              \
-    zoo_sm90::gemm<BF16, OUT_T>(zoo_sm90::Scheduler<OUT_T>(g, nullptr, 1, units, splits),   \
+    zoo_sm90::gemm<BF16, OUT_T>(zoo_sm90::Scheduler<OUT_T>(g, layout, nullptr, 1, layout.per_matrix.d, splits), \
                                 workspace, counters);                                       \
   }
 
@@ -1035,8 +1070,11 @@ static int launch(Kernel kernel, const T* A, const T* B, OutT* C, int M, int N, 
   ZOO_CUDA_CHECK(cudaGetDevice(&device));
   ZOO_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const int units = zoo::ceil_div(M, BM) * zoo::ceil_div(N, BN);
+  UnitLayout layout = plain_layout(M, N, K, 1);  // the kernel divides by the multipliers
+  layout.per_matrix = zoo::divisor_of(layout.per_matrix.d), layout.splits = zoo::divisor_of(1);
+  layout.per_group = zoo::divisor_of(layout.per_group.d), layout.last_rows = zoo::divisor_of(layout.last_rows.d);
   kernel<<<units < sms ? units : sms, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, c_tma, C, M, N,
-                                                                      K, N, 0LL, 1, 1, 0, nullptr, nullptr);
+                                                                      K, N, 0LL, 1, 1, 0, layout, nullptr, nullptr);
   ZOO_CUDA_CHECK(cudaGetLastError());
   return 0;
 }

@@ -61,6 +61,9 @@ class KernelSpec:
     # TMA boxes (rows, cols) of A, B and C for a config and C's element size: the kernel
     # reads A and B through tensor maps, and stores C through one when C's rows allow it.
     tma_boxes: Callable[[cfgs.TileConfig, int], tuple[tuple[int, int], ...]] | None = None
+    # The by-value argument that tells a persistent TMA kernel how its unit numbers decode,
+    # for a config and (M, N, K, K slices): divisions worked out once per layout, not per unit.
+    unit_layout: Callable[[cfgs.TileConfig, int, int, int, int], object] | None = None
     tf32: bool = False                   # rounds fp32 inputs to TF32: only where the problem allows it
     extra_defines: dict[str, int] = field(default_factory=dict)  # -D values that select a variant
     # What it computes: "gemm" (zoo.mm, zoo.bmm) or "conv" (zoo.conv2d: an implicit GEMM over an

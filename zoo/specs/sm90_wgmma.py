@@ -3,6 +3,7 @@ memory, register split, TMA boxes, cluster rules and SASS."""
 
 from __future__ import annotations
 
+import ctypes
 from dataclasses import replace
 
 from .. import configs as cfgs
@@ -38,6 +39,39 @@ def _sm90_consumer_registers(c: cfgs.TileConfig) -> int:
     total = _sm90_launch_registers(c) * _sm90_threads(c)[0]
     free = (total - SM90_PRODUCER_REGS * SM90_THREADS_PER_WARPGROUP) // (_sm90_consumers(c) * SM90_THREADS_PER_WARPGROUP)
     return min(free // 8 * 8, 256)
+
+
+class Divisor(ctypes.Structure):
+    """zoo::Divisor (kernels/common/zoo_common.cuh): n / d as (umulhi(n, mul) + n) >> shift for
+    0 <= n < 2^31 (Granlund and Montgomery, "Division by invariant integers using
+    multiplication", 1994, the round-up method with shift = ceil(log2 d))."""
+    _fields_ = [("d", ctypes.c_int), ("mul", ctypes.c_uint), ("shift", ctypes.c_int)]
+
+    @classmethod
+    def of(cls, d: int) -> "Divisor":
+        if not 1 <= d < 2 ** 31:
+            raise ValueError(f"a Divisor takes 1 <= d < 2^31, got {d}")
+        shift = (d - 1).bit_length()
+        return cls(d, (1 << (32 + shift)) // d - (1 << 32) + 1, shift)
+
+    def div(self, n: int) -> int:
+        """What the kernel computes, in 32-bit unsigned arithmetic."""
+        return ((((n * self.mul) >> 32) + n) & 0xFFFFFFFF) >> self.shift
+
+
+class UnitLayout(ctypes.Structure):
+    """zoo_sm90::UnitLayout: how a one-GEMM launch's unit numbers decode, passed by value."""
+    _fields_ = [("per_matrix", Divisor), ("splits", Divisor), ("per_group", Divisor),
+                ("last_rows", Divisor), ("k_per_split", ctypes.c_int)]
+
+
+def unit_layout(c: cfgs.TileConfig, m: int, n: int, k: int, splits: int) -> UnitLayout:
+    """Same as plain_layout in the kernel, with the multipliers: units are (matrix, stack, K
+    slice), stacks in groups of `group` stack rows (group_m / cluster_m)."""
+    stacks_m, stacks_n = -(-m // (c.block_m * c.cluster_m)), -(-n // (c.block_n * c.cluster_n))
+    group = max(1, c.group_m // c.cluster_m)
+    return UnitLayout(Divisor.of(stacks_m * stacks_n * splits), Divisor.of(splits), Divisor.of(group * stacks_n),
+                      Divisor.of(stacks_m - (stacks_m - 1) // group * group), -(-(-(-k // c.block_k)) // splits))
 
 
 SM90_EPILOGUE_BOXES = 2      # EPI_BOXES: C boxes of 64 rows x 128 B staged per consumer
@@ -141,7 +175,7 @@ SM90_GEMM = KernelSpec(
              ("bfloat16", "float32"): "zoo_gemm_sm90_bf16", ("bfloat16", "bfloat16"): "zoo_gemm_sm90_bf16_bf16"},
     pipeline="{stages}-stage TMA ring with full/empty mbarriers: the producer warpgroup runs up "
              "to {stages} K-tiles ahead of the two consumer warpgroups, across tiles",
-    tma_boxes=_sm90_tma_boxes,
+    tma_boxes=_sm90_tma_boxes, unit_layout=unit_layout,
 )
 
 TF32_SWIZZLE_COLS = 32       # fp32 elements in one 128-byte swizzled row
