@@ -87,3 +87,17 @@ def test_unit_layout_packs_as_the_kernel_reads_it():
     lay = unit_layout(registry.SM90_GEMM.config("128x256"), 4096, 4096, 4096, 1)
     assert sizeof(lay) == 52
     assert (lay.per_matrix.d, lay.splits.d, lay.per_group.d, lay.last_rows.d, lay.k_per_split) == (512, 1, 128, 8, 64)
+
+
+@pytest.mark.parametrize("config", ["32x64s", "64x128pp", "128x192pp"])
+def test_one_gemm_entry_decodes_units_without_an_integer_division(config):
+    """The multipliers replace every division of the unit decoding (I2F.RP starts the
+    compiler's integer division); the grouped entry still divides plainly. Configs without
+    stream-K, whose tail arithmetic divides by the grid size."""
+    from zoo import cuda, sass
+    spec = registry.SM90_GEMM
+    cubin = cuda.compile_cubin(spec.source, "sm_90a", spec.defines(spec.config(config)))
+    one = sass.function_sass(cubin.image, spec.entry[("float16", "float16")])
+    grouped = sass.function_sass(cubin.image, spec.entry[("float16", "float16")] + "_grouped")
+    assert "I2F.U32.RP" not in one and "I2F.RP" not in one
+    assert "I2F.U32.RP" in grouped  # the check can see a division where there is one

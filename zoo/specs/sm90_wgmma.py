@@ -70,8 +70,9 @@ def unit_layout(c: cfgs.TileConfig, m: int, n: int, k: int, splits: int) -> Unit
     slice), stacks in groups of `group` stack rows (group_m / cluster_m)."""
     stacks_m, stacks_n = -(-m // (c.block_m * c.cluster_m)), -(-n // (c.block_n * c.cluster_n))
     group = max(1, c.group_m // c.cluster_m)
+    k_tiles = -(-k // c.block_k)
     return UnitLayout(Divisor.of(stacks_m * stacks_n * splits), Divisor.of(splits), Divisor.of(group * stacks_n),
-                      Divisor.of(stacks_m - (stacks_m - 1) // group * group), -(-(-(-k // c.block_k)) // splits))
+                      Divisor.of(stacks_m - (stacks_m - 1) // group * group), -(-k_tiles // splits))
 
 
 SM90_EPILOGUE_BOXES = 2      # EPI_BOXES: C boxes of 64 rows x 128 B staged per consumer
