@@ -17,16 +17,10 @@ for _ in range(2):
     if who == "torch.bmm": torch.bmm(a, b)
     else: zoo.bmm(a, b, mode=who, config=config)
 torch.cuda.synchronize()'
-show='
-import csv, sys
-rows = [r for r in csv.reader(sys.stdin) if len(r) > 10]
-h = rows[0]; i, u, v, k = (h.index(x) for x in ("Metric Name", "Metric Unit", "Metric Value", "Kernel Name"))
-print("  kernel", rows[1][k][:70])
-for r in rows[1:]: print("  %-78s %16s %s" % (r[i], r[v], r[u]))'
 run() {  # label, skip, count, probe arguments
   echo "## $1"
   ncu --clock-control none --launch-skip $2 --launch-count $3 -k regex:'zoo_gemm|nvjet|gemm|sm90' --metrics $M --csv \
-    python3 -c "$probe" "${@:4}" 2>&1 | grep -v "^==PROF==" | python3 -c "$show"
+    python3 -c "$probe" "${@:4}" 2>&1 | grep -v "^==PROF==" | python3 scripts/ncu_table.py
 }
 run "torch.bmm" 1 1 torch.bmm
 for c in ${@:-128x192pp}; do

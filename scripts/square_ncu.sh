@@ -11,10 +11,5 @@ M=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,sm__pipe_tensor_op_gm
 for who in "torch.mm x" "sm90_gemm_tma_wgmma 128x256" "sm90_gemm_tma_wgmma 128x192pp"; do
   echo "## 4096^3 $who"
   ncu --clock-control none --launch-skip 1 --launch-count 1 -k regex:'zoo_gemm|nvjet' --metrics $M --csv \
-    python3 scripts/ncu_probe.py 4096 $who 2>&1 | grep -v "^==PROF==" | python3 -c "
-import csv, sys
-rows = [r for r in csv.reader(sys.stdin) if len(r) > 10]
-h = rows[0]; i, u, v, k = (h.index(x) for x in ('Metric Name', 'Metric Unit', 'Metric Value', 'Kernel Name'))
-print('  kernel', rows[1][k][:70])
-for r in rows[1:]: print('  %-78s %16s %s' % (r[i], r[v], r[u]))"
+    python3 scripts/ncu_probe.py 4096 $who 2>&1 | grep -v "^==PROF==" | python3 scripts/ncu_table.py
 done
