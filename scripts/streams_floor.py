@@ -5,8 +5,9 @@ torch.bmm, each captured once per input set and replayed, device time with the G
 ahead of the host (as `zoo batched`). Then the kernels' start and end offsets in one replay
 of each (torch.profiler).
 
-    python3 scripts/streams_floor.py [CONFIG[:nopdl] ...]   (configs for the streams mode;
-    default auto; ":nopdl": its launches made without the dependent-launch attribute)
+    python3 scripts/streams_floor.py [CONFIG[:nopdl][/STREAMS] ...]   (configs for the streams
+    mode; default auto; ":nopdl": its launches made without the dependent-launch attribute;
+    "/STREAMS": that many streams instead of one per GEMM)
 """
 import json
 import os
@@ -70,10 +71,11 @@ cases = {
 }
 no_pdl = set()
 for config in sys.argv[1:] or ["auto"]:
-    name, _, flag = config.partition(":")
+    config_flag, _, count = config.partition("/")
+    name, _, flag = config_flag.partition(":")
     cfg = None if name == "auto" else name
-    cases[f"zoo.bmm streams {config}"] = (lambda c: lambda s: lambda: zoo.bmm(
-        *inputs[s], mode="streams", out=outs[s], config=c))(cfg)
+    cases[f"zoo.bmm streams {config}"] = (lambda c, n: lambda s: lambda: zoo.bmm(
+        *inputs[s], mode="streams", streams=n, out=outs[s], config=c))(cfg, int(count) if count else None)
     if flag == "nopdl":
         no_pdl.add(f"zoo.bmm streams {config}")
 rule = registry.dependent_launch

@@ -326,6 +326,27 @@ def _bmm_odd_batches(spec, mode, gen, dtype):
             assert result is outs
 
 
+def test_streams_mode_keeps_stream_order_when_a_streams_gemms_overlap():
+    """With fewer streams than GEMMs, a stream's next GEMM starts under the one before it
+    (sm_90a: an independent programmatic dependent). Whatever follows on the caller's stream
+    must still see every result: here one long GEMM (a 256 x 65536 K loop per CTA, few CTAs)
+    first and small ones after it on the same stream, which finish long before it; its result
+    is read on the caller's stream at once, eager and from a graph."""
+    gen = torch.Generator(device="cuda").manual_seed(18)
+    shapes = [(256, 256, 65536)] + [(64, 64, 64)] * 5
+    a_list = [rand(m, k, gen=gen) for m, n, k in shapes]
+    b_list = [rand(k, n, gen=gen) for m, n, k in shapes]
+    expect = torch.stack([bench.reference(a, b).sum() for a, b in zip(a_list, b_list)])
+    outs = [torch.empty(m, n, device="cuda", dtype=torch.float32) for m, n, _ in shapes]
+    for graph in (False, True):
+        for _ in range(3):  # eager: three calls; graph: the capture, then two replays
+            for o in outs:
+                o.fill_(float("nan"))
+            zoo.bmm(a_list, b_list, mode="streams", streams=1, out=outs, graph=graph)
+            sums = torch.stack([o.double().sum() for o in outs])  # on the caller's stream, no synchronize
+            assert torch.allclose(sums, expect, rtol=1e-3, atol=1e-3 * expect.abs().max().item()), (graph, sums, expect)
+
+
 @pytest.mark.parametrize("spec", KERNELS, ids=lambda k: k.name if k else "none")
 def test_repeated_eager_bmm_with_out_replays_one_launch(spec):
     """Eager one-launch zoo.bmm calls with `out` keep their launch per layout: later calls

@@ -506,13 +506,17 @@ def launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor
 
 def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor,
                 b: torch.Tensor, c: torch.Tensor, k: int, lda: int, ldb: int, *,
-                alone: bool = True, splits: int | None = None) -> Launch:
+                alone: bool = True, splits: int | None = None, independent: bool = False) -> Launch:
     """`launch`'s work before the launch itself (compile on first use, grid, split-K, tensor
     maps, arguments): what a repeated call can keep. TMA kernels also take a batch of
     same-shape GEMMs in one launch: a, b and c 3-D (the batch first, uniform strides), lda and
     ldb their row strides. alone=False: other launches share the GPU at the same time (the
     streams mode), so a grid under one wave is left as it is, not split along K to fill it.
-    splits: K slices by hand (zoo tune), instead of the registry's rule."""
+    splits: K slices by hand (zoo tune), instead of the registry's rule. independent (kernels
+    with spec.pdl; no split-K): the launch follows another on its stream whose output it
+    neither reads nor writes (the streams mode's next GEMM): it goes as that one's
+    programmatic dependent and starts without waiting for it (NOTES.md, "The streams mode's
+    launches")."""
     batch = c.shape[0] if c.dim() == 3 else 1
     if batch > 1 and not spec.tma_boxes:
         raise ZooError(f"{spec.name} takes one GEMM per launch; batches go through its grouped entry point")
@@ -523,6 +527,9 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
         if splits is None or not spec.split_k:
             splits = registry.split_k(spec, cfg, m, n, k, resident, batch) if alone else 1
         tail = registry.stream_k_tiles(spec, cfg, m, n, k, resident, batch) if alone and splits == 1 else 0
+        if independent and (not spec.pdl or splits > 1 or tail):  # the per-stream workspace is not for two grids at once
+            raise ZooError(f"{spec.name} [{cfg.name}]: only a launch without split-K, of a kernel that "
+                           "waits for the grid before it, can overlap it")
         grid = spec.grid(cfg, m, n, resident, splits, batch)
         if grid[0] > INT32_MAX:
             raise ZooError(f"{m}x{n} needs {grid[0]} blocks of {cfg.block_m}x{cfg.block_n}; the grid allows {INT32_MAX}")
@@ -541,7 +548,7 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
             args = [(a_map, cuda.TENSOR_MAP), (b_map, cuda.TENSOR_MAP), (c_map, cuda.TENSOR_MAP), (int(c_tma), cuda.INT32),
                     (c.data_ptr(), cuda.POINTER), (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32), ldc,
                     (_matrix_stride(c), cuda.INT64), (batch, cuda.INT32),
-                    (splits, cuda.INT32), (tail, cuda.INT32),
+                    (splits, cuda.INT32), (tail, cuda.INT32), (int(independent), cuda.INT32),
                     (spec.unit_layout(cfg, m, n, k, splits), cuda.BY_VALUE),
                     (0, cuda.POINTER), (0, cuda.POINTER)]  # workspace, counters: per fire
         else:
@@ -552,7 +559,7 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
     footprint = batch * ((m * k + k * n) * a.element_size() + m * n * c.element_size())
     return Launch(fn, device_index, grid, cfg.threads, cfg.cluster_size, args, split_k, slots,
                   maps=bool(spec.tma_boxes), stream_k=tail,
-                  pdl=registry.dependent_launch(spec, device_limits(device_index), footprint))
+                  pdl=independent or registry.dependent_launch(spec, device_limits(device_index), footprint))
 
 
 # ----------------------------------------------------------------------------- grouped launches

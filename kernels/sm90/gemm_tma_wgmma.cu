@@ -47,6 +47,9 @@
 //   laid end to end along K and cut into one run of K-tiles per CTA (Scheduler); their parts
 //   reduce as split-K's units do, with partials per CTA and run (2 x gridDim.x x BM x BN
 //   floats) and a counter per tail tile and consumer.
+//   independent != 0 (zoo.bmm's streams mode: a GEMM after another on the same stream, launched
+//   as its programmatic dependent): starts without waiting for the grid before it, and waits
+//   for it before exiting (see gemm()).
 //   layout (UnitLayout): how unit numbers decode, with the host's multipliers for its divisions.
 //
 // Pipeline (warp-specialized): warpgroup 0 is the producer: one thread issues the TMA loads of
@@ -839,8 +842,13 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
   if (c_tma_used && threadIdx.x % WG_THREADS == 0) bulk_wait_read<0>();
 }
 
+// independent: this grid reads and writes nothing the grid before it in the stream writes (the
+// next GEMM of a streams-mode call, launched as that grid's programmatic dependent), so it
+// starts without waiting for that grid and waits for it only before it exits: its own
+// completion still implies that grid's, as stream order promises whatever waits on the stream.
 template <bool BF16, typename OutT>
-__device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* workspace, int* counters) {
+__device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* workspace, int* counters,
+                                     bool independent = false) {
   extern __shared__ unsigned char smem_raw[];
   const unsigned smem_base = (smem_u32(smem_raw) + ALIGN_SLACK - 1) & ~unsigned(ALIGN_SLACK - 1);
   const unsigned a_smem = smem_base;                         // STAGES x A_STAGE_BYTES
@@ -877,7 +885,7 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
   // grid's blocks are resident (persistent), so the next grid may start now: its blocks take
   // SMs as these exit and run up to here under this grid's last tiles. Without the attribute
   // both are no-ops.
-  grid_dependency_wait();
+  if (!independent) grid_dependency_wait();
   grid_launch_dependents();
 
   if (warpgroup == 0) {
@@ -944,6 +952,10 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
   } else {
     consume<BF16>(a_smem, b_smem, epi_smem, full_bar, empty_bar, sched, warpgroup - 1, workspace,
                   counters, split_flags);
+    // Only the consumers, which leave last: a producer warp whose idle lanes waited here would
+    // stall its issuing lane until the grid before had finished (NOTES.md, "The streams
+    // mode's launches").
+    if (independent) grid_dependency_wait();
   }
   // No CTA may leave while a peer can still arrive on its barriers or multicast into it.
   if constexpr (CLUSTER > 1) {
@@ -963,12 +975,12 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
            const __grid_constant__ zoo_sm90::TensorMap tmap_b,                               \
            const __grid_constant__ zoo_sm90::TensorMap tmap_c, int c_tma,                    \
            OUT_T* __restrict__ C, int M, int N, int K, int ldc, long long c_batch, int batch,  \
-           int splits, int stream_k, const zoo_sm90::UnitLayout layout, float* workspace,   \
-           int* counters) {                                                                 \
+           int splits, int stream_k, int independent, const zoo_sm90::UnitLayout layout,    \
+           float* workspace, int* counters) {                                               \
     const zoo_sm90::Gemm<OUT_T> g{&tmap_a, &tmap_b, &tmap_c, C, c_batch, M, N, K, ldc, c_tma, 0, nullptr}; \
     const int units = layout.per_matrix.d * batch;                                          \
     zoo_sm90::gemm<BF16, OUT_T>(zoo_sm90::Scheduler<OUT_T>(g, layout, nullptr, 1, units, splits, stream_k), \
-                                workspace, counters);                                       \
+                                workspace, counters, independent != 0);                     \
   }                                                                                         \
   extern "C" __global__ void __launch_bounds__(zoo_sm90::THREADS, 1)                        \
       NAME##_grouped(const zoo_sm90::GroupEntry* __restrict__ table, int count, int units) { \
@@ -1074,7 +1086,7 @@ static int launch(Kernel kernel, const T* A, const T* B, OutT* C, int M, int N, 
   layout.per_matrix = zoo::divisor_of(layout.per_matrix.d), layout.splits = zoo::divisor_of(1);
   layout.per_group = zoo::divisor_of(layout.per_group.d), layout.last_rows = zoo::divisor_of(layout.last_rows.d);
   kernel<<<units < sms ? units : sms, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, c_tma, C, M, N,
-                                                                      K, N, 0LL, 1, 1, 0, layout, nullptr, nullptr);
+                                                                      K, N, 0LL, 1, 1, 0, 0, layout, nullptr, nullptr);
   ZOO_CUDA_CHECK(cudaGetLastError());
   return 0;
 }
