@@ -48,6 +48,7 @@ class _Plan:
     units: int = 0
     launch: gemm.Launch | None = None  # the one-launch modes' launch, worked out once
     launches: list | None = None       # the streams mode's launches, one per GEMM
+    pool: list | None = None           # and its streams (GEMM i on pool[i % len(pool)])
 
 
 _tables: OrderedDict = OrderedDict()
@@ -165,9 +166,10 @@ def _run(plan: _Plan, mode: str, streams: int | None) -> None:
         o.zero_()
     if mode == "streams":
         current = torch.cuda.current_stream(plan.device_index)
-        pool = _pool(plan.device_index, stream_count(streams, len(plan.problems), plan.spec.pdl))
         if plan.launches is None:
-            plan.launches = _streams_launches(plan, len(pool))
+            plan.pool = _pool(plan.device_index, stream_count(streams, len(plan.problems), plan.spec.pdl))
+            plan.launches = _streams_launches(plan, len(plan.pool))
+        pool = plan.pool
         _fork(current, pool, len(plan.launches))
         for i, (a, b, c, k, lda, ldb) in enumerate(plan.problems):
             side = pool[i % len(pool)]
@@ -344,7 +346,7 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
         gemm.remember(_replays, key, (plan.launch, plan.table), _REPLAYS_KEPT)
     if fast_key is not None and not plan.copies and not plan.zeros and \
             (plan.whole or (mode == "streams" and len(plan.problems) == a.shape[0])):
-        gemm.remember(_fast, fast_key, _FastBatch.of(plan, a, b, out, streams), _REPLAYS_KEPT)
+        gemm.remember(_fast, fast_key, _FastBatch.of(plan, a, b, out), _REPLAYS_KEPT)
     if out_given:
         _bump(outs)
     if graph:
@@ -369,9 +371,10 @@ class _FastBatch:
     extents: tuple[int, int, int]    # bytes from data_ptr() to the end of a, b, out's span
 
     @staticmethod
-    def of(plan: _Plan, a, b, out, streams) -> "_FastBatch":
+    def of(plan: _Plan, a, b, out) -> "_FastBatch":
+        """After _run(plan): its launch(es), and the streams mode's streams."""
         launches = [plan.launch] if plan.whole else plan.launches
-        pool = None if plan.whole else _pool(plan.device_index, stream_count(streams, len(launches), plan.spec.pdl))
+        pool = None if plan.whole else plan.pool
         size = lambda t: t.element_size() * (t.stride(0) if t.shape[0] > 1 else 0)  # noqa: E731
         extent = lambda t: overlap.span(t)[1] - t.data_ptr() if t.numel() else 0  # noqa: E731
         return _FastBatch(launches, pool, tuple(out.shape), out.dtype, (size(a), size(b), size(out)),
