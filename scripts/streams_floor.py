@@ -5,9 +5,10 @@ torch.bmm, each captured once per input set and replayed, device time with the G
 ahead of the host (as `zoo batched`). Then the kernels' start and end offsets in one replay
 of each (torch.profiler).
 
-    python3 scripts/streams_floor.py [CONFIG[:nopdl][/STREAMS] ...]   (configs for the streams
-    mode; default auto; ":nopdl": its launches made without the dependent-launch attribute;
-    "/STREAMS": that many streams instead of one per GEMM)
+    python3 scripts/streams_floor.py [CONFIG[:nopdl][:noshare][/STREAMS] ...]   (configs for the
+    streams mode; default auto; ":nopdl": its launches made without the dependent-launch
+    attribute; ":noshare": each GEMM's grid as many CTAs as tiles (not its share of the GPU,
+    registry.shared_clusters); "/STREAMS": that many streams instead of the default)
 """
 import json
 import os
@@ -69,21 +70,24 @@ cases = {
     "fill x10 on 10 streams": lambda s: fork_join(lambda i: outs[s][i, 0, :8].fill_(0)),
     "fill x1": lambda s: lambda: outs[s][0, 0, :8].fill_(0),
 }
-no_pdl = set()
+no_pdl, no_share = set(), set()
 for config in sys.argv[1:] or ["auto"]:
     config_flag, _, count = config.partition("/")
-    name, _, flag = config_flag.partition(":")
+    name, *flags = config_flag.split(":")
     cfg = None if name == "auto" else name
     cases[f"zoo.bmm streams {config}"] = (lambda c, n: lambda s: lambda: zoo.bmm(
         *inputs[s], mode="streams", streams=n, out=outs[s], config=c))(cfg, int(count) if count else None)
-    if flag == "nopdl":
+    if "nopdl" in flags:
         no_pdl.add(f"zoo.bmm streams {config}")
-rule = registry.dependent_launch
+    if "noshare" in flags:
+        no_share.add(f"zoo.bmm streams {config}")
+rule, share = registry.dependent_launch, registry.shared_clusters
 made = {}
-for name, make in cases.items():  # plans are made at a case's first call, under the rule set here
-    gemm.registry.dependent_launch = (lambda *_: False) if name in no_pdl else rule
+for name, make in cases.items():  # plans are made at a case's first call, under the rules set here
+    registry.dependent_launch = (lambda *_: False) if name in no_pdl else rule
+    registry.shared_clusters = (lambda units, all_units, resident: resident) if name in no_share else share
     made[name] = graphs(make)
-gemm.registry.dependent_launch = rule
+registry.dependent_launch, registry.shared_clusters = rule, share
 for name, gs in made.items():
     if "fill" not in name:
         gs[0].replay()

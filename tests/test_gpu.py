@@ -347,6 +347,31 @@ def test_streams_mode_keeps_stream_order_when_a_streams_gemms_overlap():
             assert torch.allclose(sums, expect, rtol=1e-3, atol=1e-3 * expect.abs().max().item()), (graph, sums, expect)
 
 
+def test_streams_mode_grids_share_the_gpu():
+    """sm_90a's streams mode gives each GEMM's grid its share of the SMs (registry.
+    shared_clusters), so that all of them are resident at once and each CTA walks several
+    tiles: 10 x [768, 1024, 768] makes 10 x 24 tiles of 128x192 for 132 SMs on an H100. The
+    results are right eager and from a graph."""
+    from zoo import batched
+    spec = registry.SM90_GEMM
+    if not spec.runs_on(torch.cuda.get_device_capability()):
+        pytest.skip(f"{spec.name} runs on CC {spec.eligible_ccs()}")
+    gen = torch.Generator(device="cuda").manual_seed(25)
+    a, b = rand(10, 768, 1024, gen=gen), rand(10, 1024, 768, gen=gen)
+    out = torch.full((10, 768, 768), float("nan"), device="cuda", dtype=torch.float16)
+    batched._fast.clear()
+    assert zoo.bmm(a, b, mode="streams", out=out, config="128x192pp") is out
+    check_batch(a, b, out)
+    (fast,) = batched._fast.values()
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    share = registry.shared_clusters(24, 240, sms)
+    assert [launch.grid[0] for launch in fast.launches] == [share] * 10
+    assert share < 24 and sum(launch.grid[0] for launch in fast.launches) <= sms
+    out.fill_(float("nan"))
+    zoo.bmm(a, b, mode="streams", out=out, config="128x192pp", graph=True)
+    check_batch(a, b, out)
+
+
 @pytest.mark.parametrize("spec", KERNELS, ids=lambda k: k.name if k else "none")
 def test_repeated_eager_bmm_with_out_replays_one_launch(spec):
     """Eager one-launch zoo.bmm calls with `out` keep their launch per layout: later calls

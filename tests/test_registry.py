@@ -314,6 +314,20 @@ def test_split_k_only_fills_one_wave():
     assert registry.split_k(spec, spec.config("128x128"), 1024, 1024, 1024, 132) == 2  # 16 K-tiles: 2 x 8
 
 
+def test_side_by_side_grids_take_their_share_of_the_gpu():
+    """A grid among several launched side by side gets the clusters that walk its units at the
+    rate one persistent grid of them all would: 10 x 24 tiles on 132 SMs, two a CTA, 12 CTAs a
+    grid (120 resident at once); a batch under one wave keeps a CTA per unit; a grid never
+    gets more than the GPU holds, nor none."""
+    assert registry.shared_clusters(24, 240, 132) == 12
+    assert 10 * registry.shared_clusters(24, 240, 132) <= 132
+    assert registry.shared_clusters(24, 120, 132) == 24
+    assert registry.shared_clusters(7, 240 + 7, 132) == 4       # 2 units a CTA: 4 CTAs for 7
+    assert registry.shared_clusters(500, 500, 132) == 125       # 4 units a CTA, as 132 CTAs would walk
+    assert registry.shared_clusters(5000, 5000, 132) == 132
+    assert registry.shared_clusters(1, 10_000, 132) == 1
+
+
 def test_dependent_launch_only_for_waiting_kernels_on_problems_that_fit_l2():
     """Programmatic dependent launch where it measured faster (NOTES.md): a kernel that waits
     for the grid before it (spec.pdl), on a problem whose operands and result fit in L2."""

@@ -139,8 +139,9 @@ MAX_STREAMS = 32  # the streams mode's pool per device; more GEMMs than this sha
 # The streams mode's default for kernels whose launches chain (KernelSpec.pdl): a stream for
 # every GEMMS_PER_STREAM GEMMs. A stream's second GEMM starts under its first (an independent
 # programmatic dependent) sooner than a launch on a stream of its own: 10 x [768, 1024, 768]
-# from a graph on an H100, 29.2-29.5 us on 5 streams against 29.6-29.9 on 10 and 31.8-32.0 on
-# 1 (NOTES.md, "The streams mode's launches"). Other kernels: a stream per GEMM.
+# from a graph on an H100, 28.5-28.6 us on 5 streams and 28.5 on 2, against 29.5 on 3 and
+# 31.8-32.1 on 1 (NOTES.md, "The streams mode's grids share the GPU"). Other kernels: a
+# stream per GEMM.
 GEMMS_PER_STREAM = 2
 
 
@@ -194,9 +195,12 @@ def _streams_launches(plan: _Plan, streams: int) -> list[gemm.Launch]:
     """The streams mode's launches, GEMM i on stream i % streams. A GEMM after another on its
     stream goes as that one's programmatic dependent, without waiting for it (they share no
     output: bmm checks), so a stream's GEMMs run side by side as the streams' do; the GPU starts
-    such a launch sooner than one on another stream (NOTES.md, "The streams mode's launches")."""
+    such a launch sooner than one on another stream (NOTES.md, "The streams mode's launches").
+    Each grid takes its share of the GPU (registry.shared_clusters), so that all are resident
+    at once and a ping-pong CTA hides its first tile's epilogue under its second's MMAs."""
+    units = sum(registry.stacks(plan.cfg, c.shape[0], c.shape[1]) for _, _, c, *_ in plan.problems)
     return [gemm.plan_launch(plan.spec, plan.cfg, plan.device_index, *p, alone=False,
-                             independent=plan.spec.pdl and i >= streams)
+                             independent=plan.spec.pdl and i >= streams, shared_units=units)
             for i, p in enumerate(plan.problems)]
 
 

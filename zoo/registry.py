@@ -57,6 +57,16 @@ def split_k(spec: KernelSpec, c: cfgs.TileConfig, m: int, n: int, k: int, reside
     return -(-k_tiles // per)
 
 
+def shared_clusters(units: int, all_units: int, resident_clusters: int) -> int:
+    """Clusters for one of several grids launched side by side (zoo.bmm's streams mode) whose
+    units add up to `all_units`: each cluster takes the units per cluster that one persistent
+    grid of them all would (ceil(all_units / resident)), so that every grid's clusters are
+    resident at once and each walks its units as a persistent grid does, instead of the later
+    grids' waiting for the earlier ones' SMs."""
+    per_cluster = -(-all_units // max(resident_clusters, 1))
+    return min(resident_clusters, -(-units // per_cluster))
+
+
 # Stream-K for the last wave (configs with stream_k: 1). A tail of T tiles on G resident CTAs
 # takes a whole tile's time; cut along K over all G CTAs it takes T / G of it, plus the fp32
 # partials written and read back, and its CTAs read A and B at scattered K offsets. Measured

@@ -861,6 +861,10 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
       smem_raw + (empty_bar + STAGES * 8 - smem_u32(smem_raw)));
 
   const int warpgroup = threadIdx.x / WG_THREADS;
+  // The next grid in the stream may launch at once (a programmatic dependent waits for this
+  // grid itself where it must): a launch reaches the GPU ~0.6 us after the grid before it has
+  // triggered, so a trigger after this block's set-up would space a chain of grids wider.
+  grid_launch_dependents();
 
   if (threadIdx.x == 0) {
     // The maps are kernel parameters (nothing the grid before writes): fetch them first, so
@@ -881,12 +885,9 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
   // Launched as a programmatic dependent (registry.dependent_launch: problems that fit in L2;
   // NOTES.md, "Programmatic dependent launch"), the grid gets here while the grid before it
   // in the stream may still run: every thread waits for it before its first global read or write
-  // (A, B, C, the split-K workspace and counters, a grouped launch's table). All of this
-  // grid's blocks are resident (persistent), so the next grid may start now: its blocks take
-  // SMs as these exit and run up to here under this grid's last tiles. Without the attribute
-  // both are no-ops.
+  // (A, B, C, the split-K workspace and counters, a grouped launch's table). Without the
+  // attribute this is a no-op.
   if (!independent) grid_dependency_wait();
-  grid_launch_dependents();
 
   if (warpgroup == 0) {
     // ---- Producer: one thread keeps the ring full, across tiles.

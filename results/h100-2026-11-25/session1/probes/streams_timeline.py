@@ -2,8 +2,9 @@
 
 Ten GEMMs of [768, 1024, 768] fp16, one launch each on ten side streams forked from and
 joined back to the caller's (as zoo.bmm's streams mode), captured in a graph per input set.
-Variants (label=CONFIG[:fields][/CAPS][@STREAMS]): CAPS absent: one tile per CTA (the
-streams mode's grids, 24 CTAs); CAPS an int or a '+'-joined list of ten: each grid gets that
+Variants (label=CONFIG[:fields][/CAPS][@STREAMS]): CAPS absent: one tile per CTA (24 CTAs);
+CAPS "share": each grid its share of the GPU (the streams mode since 2026-11-25, second
+session: registry.shared_clusters); CAPS an int or a '+'-joined list of ten: each grid gets that
 many CTAs and a stream-K build spreads the tiles past its whole waves over them along K
 (fields must say stream_k=1 then). STREAMS (default ten): the launches go round-robin over
 that many streams, a stream's later ones as independent programmatic dependents (as zoo.bmm's
@@ -62,6 +63,8 @@ def parse(variant):
     cfg_text, _, caps = rest.partition("/")
     name, _, changes = cfg_text.partition(":")
     fields = {f: int(v) for f, v in (kv.split("=") for kv in changes.split(",") if kv)}
+    if caps == "share":  # each grid its share of the GPU, as the streams mode (registry.shared_clusters)
+        return label, name, fields, "share", int(streams or B)
     if caps:
         caps = [int(c) for c in caps.split("+")]
         caps = caps * B if len(caps) == 1 else caps
@@ -77,9 +80,10 @@ def launches(spec, name, fields, caps, s, streams):
     resident, tiles_rule = gemm._resident_clusters, registry.stream_k_tiles
     try:
         for i in range(B):
-            if caps is None:
+            if caps in (None, "share"):
                 out.append(gemm.plan_launch(spec, cfg, 0, a[i], b[i], outs[s][i], K, K, N, alone=False,
-                                            independent=i >= streams))
+                                            independent=i >= streams,
+                                            shared_units=B * cfg.tiles(M, N) if caps else None))
                 continue
             cap = caps[i]
             gemm._resident_clusters = lambda *_: cap
