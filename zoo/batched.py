@@ -199,8 +199,8 @@ def _streams_launches(plan: _Plan, streams: int) -> list[gemm.Launch]:
     Each grid takes its share of the GPU (registry.shared_clusters), so that all are resident
     at once and a ping-pong CTA hides its first tile's epilogue under its second's MMAs."""
     units = sum(registry.stacks(plan.cfg, c.shape[0], c.shape[1]) for _, _, c, *_ in plan.problems)
-    return [gemm.plan_launch(plan.spec, plan.cfg, plan.device_index, *p, alone=False,
-                             independent=plan.spec.pdl and i >= streams, shared_units=units)
+    return [gemm.plan_launch(plan.spec, plan.cfg, plan.device_index, *p, shared_units=units,
+                             independent=plan.spec.pdl and i >= streams)
             for i, p in enumerate(plan.problems)]
 
 

@@ -506,19 +506,19 @@ def launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor
 
 def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor,
                 b: torch.Tensor, c: torch.Tensor, k: int, lda: int, ldb: int, *,
-                alone: bool = True, splits: int | None = None, independent: bool = False,
-                shared_units: int | None = None) -> Launch:
+                shared_units: int | None = None, splits: int | None = None,
+                independent: bool = False) -> Launch:
     """`launch`'s work before the launch itself (compile on first use, grid, split-K, tensor
     maps, arguments): what a repeated call can keep. TMA kernels also take a batch of
     same-shape GEMMs in one launch: a, b and c 3-D (the batch first, uniform strides), lda and
-    ldb their row strides. alone=False: other launches share the GPU at the same time (the
-    streams mode), so a grid under one wave is left as it is, not split along K to fill it.
-    splits: K slices by hand (zoo tune), instead of the registry's rule. independent (kernels
-    with spec.pdl; no split-K): the launch follows another on its stream whose output it
-    neither reads nor writes (the streams mode's next GEMM): it goes as that one's
-    programmatic dependent and starts without waiting for it (NOTES.md, "The streams mode's
-    launches"). shared_units (persistent kernels): the launch is one of several side by side
-    whose units add up to this; its grid takes its share of the GPU (registry.shared_clusters)."""
+    ldb their row strides. shared_units: the launch is one of several that share the GPU at the
+    same time (the streams mode), whose units add up to this: a grid under one wave is left as
+    it is, not split along K (nor given a stream-K tail) to fill it, and a persistent kernel's
+    grid takes its share of the GPU (registry.shared_clusters). splits: K slices by hand (zoo
+    tune), instead of the registry's rule. independent (kernels with spec.pdl; no split-K): the
+    launch follows another on its stream whose output it neither reads nor writes (the streams
+    mode's next GEMM): it goes as that one's programmatic dependent and starts without waiting
+    for it (NOTES.md, "The streams mode's launches")."""
     batch = c.shape[0] if c.dim() == 3 else 1
     if batch > 1 and not spec.tma_boxes:
         raise ZooError(f"{spec.name} takes one GEMM per launch; batches go through its grouped entry point")
@@ -526,7 +526,8 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
     with torch.cuda.device(device_index):  # compiling loads a module: in the right context
         fn = compiled(spec, cfg, _dtype_name(a.dtype), _dtype_name(c.dtype), device_index)
         resident = _resident_clusters(spec, cfg, fn, device_index)
-        if shared_units and resident:
+        alone = shared_units is None
+        if not alone and resident:
             resident = registry.shared_clusters(registry.stacks(cfg, m, n) * batch, shared_units, resident)
         if splits is None or not spec.split_k:
             splits = registry.split_k(spec, cfg, m, n, k, resident, batch) if alone else 1

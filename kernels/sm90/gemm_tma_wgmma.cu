@@ -29,8 +29,9 @@
 //   the tile shape and STAGES as -D defines).
 //
 // Launch (persistent): as many blocks of 128 x (1 + CONSUMERS) threads as fit the GPU at once
-//   (one per SM; zoo.bmm's streams mode: each grid its share of them), in clusters of CLUSTER_M x CLUSTER_N CTAs (a launch attribute, 1-D: rank r
-//   is tile r % CLUSTER_M in M, r / CLUSTER_M in N), ZOO_SMEM_BYTES of dynamic shared memory.
+//   (one per SM; zoo.bmm's streams mode: each grid its share of them), in clusters of
+//   CLUSTER_M x CLUSTER_N CTAs (a launch attribute, 1-D: rank r is tile r % CLUSTER_M in M,
+//   r / CLUSTER_M in N), ZOO_SMEM_BYTES of dynamic shared memory.
 //   Cluster c walks stacks of CLUSTER_M x CLUSTER_N tiles c, c + clusters, ... in grouped
 //   (L2-friendly) order; each CTA of the cluster takes one tile of the stack.
 //   Tensor maps, all 128-byte swizzled, zero fill outside the tensor, 3-D with `batch`

@@ -77,22 +77,23 @@ def launches(spec, name, fields, caps, s, streams):
     cfg = replace(spec.config(name), name=f"{name}:{fields}", **fields)
     a, b = inputs[s]
     out = []
-    resident, tiles_rule = gemm._resident_clusters, registry.stream_k_tiles
+    resident, tiles_rule, share = gemm._resident_clusters, registry.stream_k_tiles, registry.shared_clusters
     try:
         for i in range(B):
             if caps in (None, "share"):
-                out.append(gemm.plan_launch(spec, cfg, 0, a[i], b[i], outs[s][i], K, K, N, alone=False,
-                                            independent=i >= streams,
-                                            shared_units=B * cfg.tiles(M, N) if caps else None))
+                if caps is None:  # side by side, but a CTA per tile
+                    registry.shared_clusters = lambda units, all_units, resident: resident
+                out.append(gemm.plan_launch(spec, cfg, 0, a[i], b[i], outs[s][i], K, K, N,
+                                            shared_units=B * cfg.tiles(M, N), independent=i >= streams))
                 continue
             cap = caps[i]
             gemm._resident_clusters = lambda *_: cap
             tiles = cfg.tiles(M, N)
             registry.stream_k_tiles = lambda *_: tiles % cap if tiles > cap else 0
-            out.append(gemm.plan_launch(spec, cfg, 0, a[i], b[i], outs[s][i], K, K, N, alone=True, splits=1))
+            out.append(gemm.plan_launch(spec, cfg, 0, a[i], b[i], outs[s][i], K, K, N, splits=1))
             assert out[-1].grid[0] == min(cap, tiles), out[-1].grid
     finally:
-        gemm._resident_clusters, registry.stream_k_tiles = resident, tiles_rule
+        gemm._resident_clusters, registry.stream_k_tiles, registry.shared_clusters = resident, tiles_rule, share
     return out
 
 
