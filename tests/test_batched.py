@@ -153,12 +153,12 @@ def test_bmm_takes_the_output_dtype_from_out():
         zoo.bmm(list(a), list(b), out=[torch.empty(4, 4, dtype=torch.float32)] * 2)
 
 
-def test_streams_mode_gives_each_stream_two_gemms_by_default():
-    """The streams mode's default stream count: GEMMS_PER_STREAM GEMMs a stream for kernels
-    whose launches chain on a stream (sm_90a), one per GEMM for the others, at most
-    MAX_STREAMS; an explicit count is kept, within MAX_STREAMS."""
-    assert batched.GEMMS_PER_STREAM == 2
-    assert [batched.stream_count(None, n, True) for n in (1, 2, 3, 10, 64, 65, 1000)] == [1, 1, 2, 5, 32, 32, 32]
+def test_streams_mode_chains_gemms_on_two_streams_by_default():
+    """The streams mode's default stream count: CHAINED_STREAMS chains for kernels whose
+    launches chain on a stream (sm_90a), fewer when there are fewer GEMMs; one per GEMM for
+    the others, at most MAX_STREAMS; an explicit count is kept, within MAX_STREAMS."""
+    assert batched.CHAINED_STREAMS == 2
+    assert [batched.stream_count(None, n, True) for n in (1, 2, 3, 10, 64, 1000)] == [1, 2, 2, 2, 2, 2]
     assert [batched.stream_count(None, n, False) for n in (1, 3, 10, 1000)] == [1, 3, 10, 32]
     assert [batched.stream_count(s, 10, c) for s in (1, 3, 10, 40) for c in (True, False)] == \
         [1, 1, 3, 3, 10, 10, 32, 32]

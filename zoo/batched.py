@@ -136,19 +136,20 @@ def _table(plan: _Plan) -> None:
 
 
 MAX_STREAMS = 32  # the streams mode's pool per device; more GEMMs than this share streams
-# The streams mode's default for kernels whose launches chain (KernelSpec.pdl): a stream for
-# every GEMMS_PER_STREAM GEMMs. A stream's second GEMM starts under its first (an independent
-# programmatic dependent) sooner than a launch on a stream of its own: 10 x [768, 1024, 768]
-# from a graph on an H100, 28.5-28.6 us on 5 streams and 28.5 on 2, against 29.5 on 3 and
-# 31.8-32.1 on 1 (NOTES.md, "The streams mode's grids share the GPU"). Other kernels: a
+# The streams mode's default for kernels whose launches chain (KernelSpec.pdl): two streams,
+# each a chain of GEMMs in which a GEMM starts under the one before (an independent
+# programmatic dependent). Two chains interleave on the GPU (their grids start in pairs), a
+# chain link costs ~1 us, and a further stream is a further graph branch, which starts later:
+# 10 x [768, 1024, 768] from a graph on an H100, 27.4-28.5 us on 2 streams against 29.3-29.9
+# on 5 in the same runs (NOTES.md, "Two streams for the streams mode"). Other kernels: a
 # stream per GEMM.
-GEMMS_PER_STREAM = 2
+CHAINED_STREAMS = 2
 
 
 def stream_count(streams: int | None, gemms: int, chained: bool) -> int:
     """The streams a streams-mode call of `gemms` GEMMs uses: `streams`, or the default for
     kernels whose launches chain on a stream (`chained`) or not."""
-    return min(streams or (-(-gemms // GEMMS_PER_STREAM) if chained else gemms), MAX_STREAMS)
+    return min(streams or (min(CHAINED_STREAMS, gemms) if chained else gemms), MAX_STREAMS)
 
 
 def _pool(device_index: int, count: int) -> list[torch.cuda.Stream]:
@@ -234,9 +235,9 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
 
     mode: "batched" (default for tensors) or "grouped" (default for lists): one launch for
     all GEMMs (the same launch; the names say which inputs they take); "streams": one launch
-    per GEMM over `streams` CUDA streams (default: one per GEMMS_PER_STREAM GEMMs on sm_90a,
-    whose kernel starts a stream's next GEMM under the one before; elsewhere one per GEMM; at
-    most MAX_STREAMS).
+    per GEMM over `streams` CUDA streams (default: CHAINED_STREAMS on sm_90a, whose kernel
+    starts a stream's next GEMM under the one before; elsewhere one per GEMM; at most
+    MAX_STREAMS).
     graph=True: the first call with these buffers runs eagerly; the second captures a CUDA
     graph (on a stream of the inputs' device), which later calls with the same buffers replay:
     from the second call on the output is the same tensor each time (pass `out` to choose it).

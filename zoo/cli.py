@@ -991,7 +991,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("-k", type=int, default=1024)
     _dtype_options(s, fp32=False)
     s.add_argument("--mode", choices=("all", "streams", "batched", "grouped"), default="all")
-    s.add_argument("--streams", type=int, help="streams for the streams mode (default: one per two GEMMs on sm_90a, else one per GEMM)")
+    s.add_argument("--streams", type=int, help="streams for the streams mode (default: two on sm_90a, else one per GEMM)")
     s.add_argument("--kernel", help="this kernel instead of the automatic choice")
     s.add_argument("--config", help="this config instead of the automatic choice")
     s.add_argument("--pipeline", action="store_true",
