@@ -124,6 +124,21 @@ def rotation_sets(bytes_per_set: int, l2_bytes: int, max_sets: int = 16) -> int:
     return max(2, min(max_sets, math.ceil(3 * l2_bytes / max(bytes_per_set, 1)) + 1))
 
 
+def rotating_sets(names: list[str], sets: int):
+    """The side-by-side timers' calls, a round at a time: each round is every name once, in
+    order, with the input set it uses. The sets advance call by call across the names, so
+    that two calls in a row never share a set (a round of one set per name would hand the
+    second name the inputs the first just pulled into L2: 16 x 4096 x 4096's 32 MB of weights
+    fit in an H100's 50 MB)."""
+    k = 0
+    while True:
+        round_ = []
+        for name in names:
+            round_.append((name, k % sets))
+            k += 1
+        yield round_
+
+
 @dataclass
 class Timing:
     times_ms: list[float]
@@ -146,7 +161,8 @@ def time_side_by_side(fns: dict[str, Callable[[int], object]], sets: int, warmup
                       progress: Callable[[int], None] | None = None,
                       graph: bool = True, lead_cycles: int = 0) -> dict[str, Timing]:
     """Time each fn(set_index) with CUDA events, interleaved call by call so both see the
-    same clocks and thermals; inputs rotate over `sets` so the caches hold none of them.
+    same clocks and thermals; inputs rotate over `sets` call by call, across the fns too
+    (rotating_sets), so that no call finds the inputs the call before it read in the caches.
 
     graph=True replays each call from a CUDA graph captured after the warm-up, so the events
     time the device work, not the Python that launches it (what a 20-us GEMM would otherwise
@@ -175,14 +191,15 @@ def time_side_by_side(fns: dict[str, Callable[[int], object]], sets: int, warmup
                 per_set[i]()
         torch.cuda.synchronize()
     events = {name: [] for name in fns}
+    order = rotating_sets(list(calls), sets)
     for i in range(iters):
-        for name, per_set in calls.items():
+        for name, s in next(order):
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             if lead_cycles:  # from an idle GPU, so every call gets the same lead
                 torch.cuda.synchronize()
                 torch.cuda._sleep(lead_cycles)
             start.record()
-            per_set[i % sets]()
+            calls[name][s]()
             end.record()
             events[name].append((start, end))
         if progress:
@@ -202,13 +219,15 @@ def wall_side_by_side(fns: dict[str, Callable[[int], object]], sets: int, warmup
             fn(i % sets)
     torch.cuda.synchronize()
     samples = {name: [] for name in fns}
+    next_set = 0  # the sets advance across the fns too, so that no fn starts on the one before's last sets
     for i in range(iters):
         for name, fn in fns.items():
             start = time.perf_counter()
             for j in range(calls):
-                fn(j % sets)
+                fn((next_set + j) % sets)
             torch.cuda.synchronize()
             samples[name].append(1e3 * (time.perf_counter() - start) / calls)
+            next_set += calls
         if progress:
             progress(i + 1)
     return {name: Timing(times) for name, times in samples.items()}
