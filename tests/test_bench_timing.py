@@ -51,8 +51,3 @@ def test_wall_timer_starts_each_fn_on_sets_the_one_before_did_not_just_read(monk
     for name in names:
         assert {s for n, s in log if n == name} == set(range(3))
 
-
-def test_rotation_with_one_set_repeats_it():
-    """tune's timing uses one set on purpose (configs compared on the same warm inputs)."""
-    order = bench.rotating_sets(["a", "b"], 1)
-    assert next(order) == [("a", 0), ("b", 0)] and next(order) == [("a", 0), ("b", 0)]

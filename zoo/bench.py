@@ -124,21 +124,6 @@ def rotation_sets(bytes_per_set: int, l2_bytes: int, max_sets: int = 16) -> int:
     return max(2, min(max_sets, math.ceil(3 * l2_bytes / max(bytes_per_set, 1)) + 1))
 
 
-def rotating_sets(names: list[str], sets: int):
-    """The side-by-side timers' calls, a round at a time: each round is every name once, in
-    order, with the input set it uses. The sets advance call by call across the names, so
-    that two calls in a row never share a set (a round of one set per name would hand the
-    second name the inputs the first just pulled into L2: 16 x 4096 x 4096's 32 MB of weights
-    fit in an H100's 50 MB)."""
-    k = 0
-    while True:
-        round_ = []
-        for name in names:
-            round_.append((name, k % sets))
-            k += 1
-        yield round_
-
-
 @dataclass
 class Timing:
     times_ms: list[float]
@@ -161,8 +146,10 @@ def time_side_by_side(fns: dict[str, Callable[[int], object]], sets: int, warmup
                       progress: Callable[[int], None] | None = None,
                       graph: bool = True, lead_cycles: int = 0) -> dict[str, Timing]:
     """Time each fn(set_index) with CUDA events, interleaved call by call so both see the
-    same clocks and thermals; inputs rotate over `sets` call by call, across the fns too
-    (rotating_sets), so that no call finds the inputs the call before it read in the caches.
+    same clocks and thermals; inputs rotate over `sets` call by call, across the fns too, so
+    that no call finds in L2 the inputs the calls before it read (a set per round for every
+    fn handed the second fn what the first had just read: 16 x 4096 x 4096's 32 MB of weights
+    fit in an H100's 50 MB).
 
     graph=True replays each call from a CUDA graph captured after the warm-up, so the events
     time the device work, not the Python that launches it (what a 20-us GEMM would otherwise
@@ -191,16 +178,17 @@ def time_side_by_side(fns: dict[str, Callable[[int], object]], sets: int, warmup
                 per_set[i]()
         torch.cuda.synchronize()
     events = {name: [] for name in fns}
-    order = rotating_sets(list(calls), sets)
+    done = 0  # calls so far: the sets advance call by call, across the fns
     for i in range(iters):
-        for name, s in next(order):
+        for name, per_set in calls.items():
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             if lead_cycles:  # from an idle GPU, so every call gets the same lead
                 torch.cuda.synchronize()
                 torch.cuda._sleep(lead_cycles)
             start.record()
-            calls[name][s]()
+            per_set[done % sets]()
             end.record()
+            done += 1
             events[name].append((start, end))
         if progress:
             progress(i + 1)
@@ -219,15 +207,15 @@ def wall_side_by_side(fns: dict[str, Callable[[int], object]], sets: int, warmup
             fn(i % sets)
     torch.cuda.synchronize()
     samples = {name: [] for name in fns}
-    next_set = 0  # the sets advance across the fns too, so that no fn starts on the one before's last sets
+    done = 0  # calls so far: the sets advance call by call, across the fns (as time_side_by_side's)
     for i in range(iters):
         for name, fn in fns.items():
             start = time.perf_counter()
             for j in range(calls):
-                fn((next_set + j) % sets)
+                fn((done + j) % sets)
             torch.cuda.synchronize()
             samples[name].append(1e3 * (time.perf_counter() - start) / calls)
-            next_set += calls
+            done += calls
         if progress:
             progress(i + 1)
     return {name: Timing(times) for name, times in samples.items()}
