@@ -50,4 +50,3 @@ def test_wall_timer_starts_each_fn_on_sets_the_one_before_did_not_just_read(monk
     assert [s for _, s in log] == [k % 3 for k in range(len(log))]
     for name in names:
         assert {s for n, s in log if n == name} == set(range(3))
-
