@@ -2,8 +2,11 @@
 and with the config as listed, from CUDA-graph replays with inputs out of L2; each output
 checked against float64. Stream-K as the registry says for each.
 
-    PROBE_VARIANTS="128x256;128x256:group_m=4;128x256@old/gemm_tma_wgmma.cu" \
+    PROBE_VARIANTS="128x256;128x256:group_m=4;16x128s/2;128x256@old/gemm_tma_wgmma.cu" \
         python3 scripts/variant_probe.py [MxNxK ...] [--idle] [--json FILE]
+
+A variant is CONFIG[:field=value,...][/SPLITS][@kernel.cu]: /SPLITS cuts K into that many
+slices by hand (else the registry's rule).
 
 --idle: the GPU idles before each call, as `zoo bench` times (its clocks start from boost);
 else the calls run back to back (sustained clocks).
@@ -24,15 +27,22 @@ H = torch.float16
 def variant(text):
     """'128x256:group_m=4,stages=3' -> (the sm90 spec, that config with those fields replaced);
     'CONFIG[:fields]@path.cu' builds it from another copy of the kernel source (an A/B of a
-    kernel change in one run)."""
+    kernel change in one run). A /SPLITS part is splits()'s."""
     text_cfg, _, source = text.partition("@")
+    text_cfg = text_cfg.partition("/")[0]
     name, _, changes = text_cfg.partition(":")
     spec = registry.SM90_GEMM
     if source:
         spec = replace(spec, name=f"{spec.name}@{Path(source).stem}", source=Path(source).resolve())
     cfg = spec.config(name)
     fields = dict(kv.split("=") for kv in changes.split(",") if kv)
-    return spec, replace(cfg, name=text, **{k: int(v) for k, v in fields.items()})
+    return spec, replace(cfg, name=text.replace("/", "_"), **{k: int(v) for k, v in fields.items()})
+
+
+def splits(text):
+    """The K slices a variant names ('16x128s/2' -> 2), or None for the registry's rule."""
+    count = text.partition("@")[0].partition("/")[2]
+    return int(count) if count else None
 
 
 def json_arg(argv):
@@ -84,15 +94,15 @@ def main(argv):
     for text in argv or ["4096x4096x4096", "8192x8192x8192"]:
         _, n, k = (int(x) for x in text.split("x"))
         torch_us, timed = time_shape(
-            text, lambda a, b, c_of: {name: gemm.plan_launch(*variant(name), 0, a, b, c_of(name), k, k, n)
-                                      for name in names},
+            text, lambda a, b, c_of: {name: gemm.plan_launch(*variant(name), 0, a, b, c_of(name), k, k, n,
+                                                             splits=splits(name)) for name in names},
             bench.lead_cycles(lim) if idle else 0)
         print(f"{text}: torch.mm {torch_us:.1f} us")
         for name, (us, spread, ok, launch) in timed.items():
             rows.append({"shape": text, "variant": name, "us": us, "torch_us": torch_us, "pct": 100 * torch_us / us,
-                         "spread": spread, "stream_k": launch.stream_k, "ok": ok})
+                         "spread": spread, "grid": launch.grid[0], "stream_k": launch.stream_k, "ok": ok})
             print(f"  {name:>28} {us:9.1f} us {100 * torch_us / us:6.1f}%  spread {100 * spread:4.1f}%"
-                  f"  stream-K tail {launch.stream_k}{'' if ok else '  WRONG'}", flush=True)
+                  f"  grid {launch.grid[0]}  stream-K tail {launch.stream_k}{'' if ok else '  WRONG'}", flush=True)
     if out_json:
         with open(out_json, "w") as f:
             json.dump({"device": lim.part, "torch": torch.__version__, "rows": rows}, f, indent=1)

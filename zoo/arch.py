@@ -32,7 +32,8 @@ class ArchLimits:
     source: str = "table"        # "table" (offline) or "device"
     # Datasheet rates of the reference part (dense FLOP/s: fp16 and tf32 tensor cores, fp32
     # CUDA cores; DRAM bandwidth): the roofline `zoo explain` draws. Not measured here; 0 when
-    # unknown or absent (a T4 has no TF32).
+    # unknown or absent (a T4 has no TF32). A device's DRAM bandwidth comes from its memory
+    # clock and bus width (dram_gbps below); its FLOP rates are not read.
     peak_fp16_tflops: float = 0.0
     dram_gbps: float = 0.0
     peak_fp32_tflops: float = 0.0
@@ -102,4 +103,11 @@ def from_device(device_index: int = 0) -> ArchLimits:
         regs_per_block=a["regs_per_block"], max_regs_per_thread=255,
         max_threads_per_sm=a["max_threads_per_sm"], max_blocks_per_sm=a["max_blocks_per_sm"],
         l2_bytes=a["l2_bytes"], sm_clock_mhz=a["sm_clock_khz"] // 1000,
-        mem_clock_mhz=a["mem_clock_khz"] // 1000, mem_bus_bits=a["mem_bus_bits"], source="device")
+        mem_clock_mhz=a["mem_clock_khz"] // 1000, mem_bus_bits=a["mem_bus_bits"], source="device",
+        dram_gbps=dram_gbps(a["mem_clock_khz"], a["mem_bus_bits"]))
+
+
+def dram_gbps(mem_clock_khz: int, bus_bits: int) -> float:
+    """Peak DRAM bandwidth from the driver's memory clock and bus width: two transfers a clock
+    (H100 SXM5: 2619 MHz x 5120 bits -> 3352 GB/s; T4: 5001 MHz x 256 bits -> 320 GB/s)."""
+    return 2 * mem_clock_khz * 1e3 * bus_bits / 8 / 1e9

@@ -306,7 +306,7 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, x: torch.T
                     (k, cuda.INT32), (ldb, cuda.INT32), (n, cuda.INT32), geometry]
             return gemm.Launch(fn, device_index, grid, cfg.threads, cfg.cluster_size, args, slots=(0, 1, 2)), None
         resident = gemm._resident_clusters(spec, cfg, fn, device_index)
-        splits = registry.split_k(spec, cfg, m, n, k, resident)
+        splits = registry.split_k(spec, cfg, m, n, k, resident, dram_gbps=gemm.device_limits(device_index).dram_gbps)
         grid = spec.grid(cfg, m, n, resident, splits)
         (_, _), (b_rows, b_cols), (c_rows, c_cols) = spec.tma_boxes(cfg, torch.tensor([], dtype=out_dtype).element_size())
         lower, upper = shape.im2col_corners()

@@ -530,7 +530,8 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
         if not alone and resident:
             resident = registry.shared_clusters(registry.stacks(cfg, m, n) * batch, shared_units, resident)
         if splits is None or not spec.split_k:
-            splits = registry.split_k(spec, cfg, m, n, k, resident, batch) if alone else 1
+            splits = registry.split_k(spec, cfg, m, n, k, resident, batch,
+                                      device_limits(device_index).dram_gbps) if alone else 1
         tail = registry.stream_k_tiles(spec, cfg, m, n, k, resident, batch) if alone and splits == 1 else 0
         if independent and (not spec.pdl or splits > 1 or tail):  # the per-stream workspace is not for two grids at once
             raise ZooError(f"{spec.name} [{cfg.name}]: only a launch without split-K, of a kernel that "

@@ -34,25 +34,45 @@ class Problem:
         return 2 * self.m * self.n * self.k
 
 
-MIN_SPLIT_K_TILES = 8   # a K slice of at least 8 K-tiles keeps the TMA ring busy
+MIN_SPLIT_K_TILES = 8   # a K slice or stream-K run of at least 8 K-tiles keeps the TMA ring busy
 MAX_SPLITS = 8
 
 
+# What a stream of TMA loads reached of the datasheet DRAM bandwidth on an H100: 2.9-3.15 of
+# 3.35 TB/s (1 x 4096 x K fp16, torch.mm and the zoo; NOTES.md, "The split-K tail").
+DRAM_STREAM_SHARE = 0.9
+
+
 def split_k(spec: KernelSpec, c: cfgs.TileConfig, m: int, n: int, k: int, resident_clusters: int,
-            batch: int = 1) -> int:
+            batch: int = 1, dram_gbps: float = 0.0) -> int:
     """How many slices of K a persistent kernel cuts each tile into: 1 when the tiles (of all
-    `batch` matrices) fill the resident clusters; else enough units to fill them, each at
-    least MIN_SPLIT_K_TILES deep (no empty slice: the count is recomputed from the slice depth).
+    `batch` matrices) fill the resident clusters, or for narrow tiles (chosen to stream whole:
+    on an H100 64x64pp in two slices ran 13-15% slower than whole, NOTES.md, "The split-K
+    tail"); else, of the counts whose units fit the resident clusters in slices of at least
+    MIN_SPLIT_K_TILES, the one of least modeled time (the fewest among equals):
+        spec.split_k_cost_us if split
+        + max(a CTA's K-tiles x tile bytes / spec.stream_gbps_per_cta,
+              A and B's bytes / (DRAM_STREAM_SHARE x dram_gbps))
+    A short K streams fastest whole; few tiles over a deep K are worth cutting until enough
+    CTAs stream to fill DRAM (0 dram_gbps: no DRAM bound). No empty slice: the count is
+    recomputed from the slice depth.
     NOTE: a finer rule (the count that least loads the busiest SM, e.g. 3 slices for 86 tiles
     on 132 SMs) was measured on an H100 and lost where M fills a tile's rows (128 x 11008 x
     4096: 79% of torch.mm against 96%); NOTES.md, "Small and skinny shapes"."""
     units = stacks(c, m, n) * batch
-    if not spec.split_k or units >= resident_clusters:
+    if not spec.split_k or c.narrow or units >= resident_clusters:
         return 1
     k_tiles = -(-k // c.block_k)
-    splits = min(resident_clusters // units, k_tiles // MIN_SPLIT_K_TILES, MAX_SPLITS)
-    if splits <= 1:
+    most = min(resident_clusters // units, k_tiles // MIN_SPLIT_K_TILES, MAX_SPLITS)
+    if most <= 1:
         return 1
+    row_bytes = cuda.TMA_SWIZZLE_BYTES  # a K-tile is one 128-byte row per tile row and column
+    dram_us = batch * (m + n) * k_tiles * row_bytes / (DRAM_STREAM_SHARE * dram_gbps * 1e3) if dram_gbps else 0.0
+
+    def modeled_us(splits: int) -> float:
+        cta_bytes = -(-k_tiles // splits) * (c.block_m + c.block_n) * row_bytes
+        return (spec.split_k_cost_us if splits > 1 else 0.0) + max(cta_bytes / (spec.stream_gbps_per_cta * 1e3), dram_us)
+    splits = min(range(1, most + 1), key=modeled_us)
     per = -(-k_tiles // splits)
     return -(-k_tiles // per)
 
@@ -237,14 +257,14 @@ def swap_ab_choice(spec: KernelSpec, swapped: list[cfgs.TileConfig], limits: Arc
                    chosen: cfgs.TileConfig) -> cfgs.TileConfig:
     """A swap-AB tile instead of `chosen` for one GEMM where they measured faster (SWAP_AB_MAX_M):
     an M of at most SWAP_AB_MAX_M rows gets the shortest swap tile that holds them (no MMA on
-    rows past M); a grid of `chosen` under half a wave whose K is too shallow to split gets the
-    swap tile of the least wave cost (the first listed among equals): more, smaller tiles."""
+    rows past M); a grid of `chosen` under half a wave whose K is too shallow for two slices
+    gets the swap tile of the least wave cost (the first listed among equals): more, smaller
+    tiles. (Deeper K, e.g. 500 x 1000 x 1000: 64x128 whole 10.6 us, 32x64s 13.7 on an H100.)"""
     m, n, k = problem.m, problem.n, problem.k
     if m <= SWAP_AB_MAX_M:
         holding = [c for c in swapped if c.block_m >= m]
         return min(holding, key=lambda c: c.block_m) if holding else chosen
-    if 2 * chosen.tiles(m, n) < limits.sm_count and \
-            split_k(spec, chosen, m, n, k, limits.sm_count // chosen.cluster_size) == 1:
+    if 2 * chosen.tiles(m, n) < limits.sm_count and -(-k // chosen.block_k) < 2 * MIN_SPLIT_K_TILES:
         costs = [wave_cost(spec, c, limits, problem) for c in swapped]
         return swapped[costs.index(min(costs))]
     return chosen
@@ -254,14 +274,16 @@ def narrow_choice(spec: KernelSpec, narrow: list[cfgs.TileConfig], limits: ArchL
                   chosen: cfgs.TileConfig) -> cfgs.TileConfig:
     """The first narrow tile instead of `chosen` for one GEMM of at most NARROW_MAX_M rows, in
     whole narrow tiles, whose chosen tiles leave over half the SMs idle and whose narrow ones
-    fill half a wave to one: twice the CTAs, each streaming its own columns of B, where
-    `chosen` would split K. (96 and 100 rows, part-filled tiles, measured no faster.)"""
+    fill a third of a wave to one: twice the CTAs, each streaming its own columns of B, where
+    `chosen` would split K. (96 and 100 rows, part-filled tiles, measured no faster. On an H100,
+    64 x 4096 x 4096, 64 narrow tiles on 132 SMs: 99% of torch.mm, against 84% for 64x128 tiles
+    in two K slices; NOTES.md, "The split-K tail".)"""
     m, n = problem.m, problem.n
     if m > NARROW_MAX_M or 2 * chosen.tiles(m, n) >= limits.sm_count:
         return chosen
     for c in narrow:
         slots = limits.sm_count * max(resident_blocks(spec, c, limits), 1)
-        if m % c.block_m == 0 and limits.sm_count <= 2 * c.tiles(m, n) and c.tiles(m, n) <= slots:
+        if m % c.block_m == 0 and limits.sm_count <= 3 * c.tiles(m, n) and c.tiles(m, n) <= slots:
             return c
     return chosen
 

@@ -53,6 +53,11 @@ class KernelSpec:
     # launch and set-up can overlap that grid's last tiles (registry.dependent_launch: when).
     pdl: bool = False
     split_k: bool = False                # can cut K into units reduced through a workspace
+    # Split-K's model (registry.split_k): what the reduction at the end of a split launch costs
+    # (the units' partials through L2, a count, the last unit's reads), and the rate at which
+    # one CTA streams its K-tiles.
+    split_k_cost_us: float = 0.0
+    stream_gbps_per_cta: float = 0.0
     stream_k: bool = False               # configs may set stream_k: the tail wave's tiles cut along K over every CTA
     pipeline: str = ""                   # how K-tiles are staged; {stages} and {ahead} filled per config
     # Host launchers of an nvcc build (zoo export): (input dtype, output dtype) -> extern "C"
