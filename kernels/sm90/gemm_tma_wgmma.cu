@@ -146,8 +146,6 @@ constexpr bool PINGPONG = ZOO_PINGPONG != 0;
 // registers the 192-accumulator consumers do not have.
 constexpr bool STREAM_K = ZOO_STREAM_K != 0 && CLUSTER == 1;
 constexpr int M_SUBS = TRANSPOSED ? 1 : WG_M / 64;  // wgmma m64 row blocks of a consumer's slice
-// Split-K's reduce holds up to this many floats of other units' partials in registers at once.
-constexpr int REDUCE_GATHER_FLOATS = 64;
 constexpr int SLICES = (BM / WG_M) * (BN / WG_N);   // consumer slices per tile
 constexpr int CONSUMERS = PINGPONG ? 2 : SLICES;
 constexpr int WG_THREADS = 128;
@@ -520,56 +518,18 @@ __device__ __forceinline__ bool split_k_reduce(float (&acc)[M_SUBS][ACC_REGS], c
   // NOTE: every unit has counted in; zero the count for the next launch on this stream, which
   // reuses the workspace (the host zeroes counters only when it allocates them).
   if (t == 0) counters[slot] = 0;
-  // Small accumulators: the others' partials GATHER at a time, their loads in flight together
-  // (one L2 round trip per batch, not per partial: the tail of a short split-K GEMM is these
-  // round trips). Large ones: a partial at a time, each float4 added as it arrives.
-  constexpr int GATHER = REDUCE_GATHER_FLOATS / (M_SUBS * ACC_REGS);
-  if constexpr (GATHER < 2) {
-    for (int s = 0; s < parts; ++s) {
-      if (s == w.split) continue;
-      const float4* const other = partial(s);
+  for (int s = 0; s < parts; ++s) {
+    if (s == w.split) continue;
+    const float4* const other = partial(s);
 #pragma unroll
-      for (int r = 0; r < M_SUBS; ++r)
-        if (live(r))
+    for (int r = 0; r < M_SUBS; ++r)
+      if (live(r))
 #pragma unroll
-          for (int i = 0; i < VECS; ++i) {
-            const float4 v = __ldcg(other + (r * VECS + i) * WG_THREADS + t);  // from other SMs: not via L1
-            float* const a = acc[r];
-            a[4 * i] += v.x, a[4 * i + 1] += v.y, a[4 * i + 2] += v.z, a[4 * i + 3] += v.w;
-          }
-    }
-    return true;
-  }
-  for (int s0 = 0; s0 < parts; s0 += GATHER) {
-    float4 v[GATHER > 1 ? GATHER : 1][M_SUBS][VECS];
-#pragma unroll
-    for (int g = 0; g < GATHER; ++g) {
-      const int s = s0 + g;
-      if (s < parts && s != w.split) {
-        const float4* const other = partial(s);
-#pragma unroll
-        for (int r = 0; r < M_SUBS; ++r)
-          if (live(r))
-#pragma unroll
-            for (int i = 0; i < VECS; ++i)
-              v[g][r][i] = __ldcg(other + (r * VECS + i) * WG_THREADS + t);
+      for (int i = 0; i < VECS; ++i) {
+        const float4 v = __ldcg(other + (r * VECS + i) * WG_THREADS + t);  // from other SMs: not via L1
+        float* const a = acc[r];
+        a[4 * i] += v.x, a[4 * i + 1] += v.y, a[4 * i + 2] += v.z, a[4 * i + 3] += v.w;
       }
-    }
-#pragma unroll
-    for (int g = 0; g < GATHER; ++g) {
-      const int s = s0 + g;
-      if (s < parts && s != w.split) {
-#pragma unroll
-        for (int r = 0; r < M_SUBS; ++r)
-          if (live(r))
-#pragma unroll
-            for (int i = 0; i < VECS; ++i) {
-              float* const a = acc[r];
-              a[4 * i] += v[g][r][i].x, a[4 * i + 1] += v[g][r][i].y;
-              a[4 * i + 2] += v[g][r][i].z, a[4 * i + 3] += v[g][r][i].w;
-            }
-      }
-    }
   }
   return true;
 }

@@ -170,11 +170,6 @@ __device__ __forceinline__ unsigned cluster_count() {
   return r;
 }
 
-// Every thread of every CTA in the cluster; orders shared-memory work across the cluster.
-// Programmatic dependent launch (a launch with the programmatic-stream-serialization
-// attribute may start while the grid before it in the stream finishes): wait until that
-// grid has completed and its memory is visible (a no-op without the attribute), and let the
-// next such grid start once every block of this one has said so.
 // Split-K's count: an add with release semantics (the unit's partial, stored by every thread
 // of the warpgroup before a barrier, is visible GPU-wide first: the release is cumulative) and
 // acquire semantics (what the other units released is visible after it, to every thread past
@@ -185,9 +180,15 @@ __device__ __forceinline__ int atomic_add_acq_rel_gpu(int* p, int v) {
   asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
   return old;
 }
+
+// Programmatic dependent launch (a launch with the programmatic-stream-serialization
+// attribute may start while the grid before it in the stream finishes): wait until that
+// grid has completed and its memory is visible (a no-op without the attribute), and let the
+// next such grid start once every block of this one has said so.
 __device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
 __device__ __forceinline__ void grid_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
 
+// Every thread of every CTA in the cluster; orders shared-memory work across the cluster.
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n"
                "barrier.cluster.wait.acquire.aligned;" ::: "memory");

@@ -166,7 +166,10 @@ SM90_GEMM = KernelSpec(
                    # ready for programmatic dependent launch (KernelSpec.pdl): it must wait
                    (r"\bACQBULK\b", "ACQBULK (griddepcontrol.wait)")),
     sass_forbidden=((r"\b(LDL|STL)\b", "LDL/STL (local memory)"),
-                    (r"\bHMMA\.", "HMMA (the legacy tensor-core path)")),
+                    (r"\bHMMA\.", "HMMA (the legacy tensor-core path)"),
+                    # split-K counts in with one acq_rel atomic: a __threadfence() on either side
+                    # cost ~1 us per split launch (NOTES.md, "The split-K tail")
+                    (r"\bMEMBAR\.SC\.GPU\b", "MEMBAR.SC.GPU (fence.sc.gpu)")),
     description="TMA + mbarrier ring, warp-specialized producer/consumers, wgmma, persistent",
     thread_layout=_sm90_threads, launch_registers=_sm90_launch_registers, persistent=True,
     # pdl: they wait for the grid before them (ACQBULK above); registry.dependent_launch
