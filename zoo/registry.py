@@ -38,7 +38,7 @@ MIN_SPLIT_K_TILES = 8   # a K slice or stream-K run of at least 8 K-tiles keeps 
 MAX_SPLITS = 8
 
 
-# What a stream of TMA loads reached of the datasheet DRAM bandwidth on an H100: 2.9-3.15 of
+# What a stream of TMA loads reached of the datasheet DRAM bandwidth on an H100: 3.1-3.2 of
 # 3.35 TB/s (1 x 4096 x K fp16, torch.mm and the zoo; NOTES.md, "The split-K tail").
 DRAM_STREAM_SHARE = 0.9
 
