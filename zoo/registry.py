@@ -54,7 +54,7 @@ def split_k(spec: KernelSpec, c: cfgs.TileConfig, m: int, n: int, k: int, reside
         + max(a CTA's K-tiles x tile bytes / spec.stream_gbps_per_cta,
               A and B's bytes / (DRAM_STREAM_SHARE x dram_gbps))
     A short K streams fastest whole; few tiles over a deep K are worth cutting until enough
-    CTAs stream to fill DRAM (0 dram_gbps: no DRAM bound). No empty slice: the count is
+    CTAs stream to fill DRAM (a rate of 0: no bound of that kind). No empty slice: the count is
     recomputed from the slice depth.
     NOTE: a finer rule (the count that least loads the busiest SM, e.g. 3 slices for 86 tiles
     on 132 SMs) was measured on an H100 and lost where M fills a tile's rows (128 x 11008 x
@@ -69,9 +69,11 @@ def split_k(spec: KernelSpec, c: cfgs.TileConfig, m: int, n: int, k: int, reside
     row_bytes = cuda.TMA_SWIZZLE_BYTES  # a K-tile is one 128-byte row per tile row and column
     dram_us = batch * (m + n) * k_tiles * row_bytes / (DRAM_STREAM_SHARE * dram_gbps * 1e3) if dram_gbps else 0.0
 
+    rate = spec.stream_gbps_per_cta * 1e3  # bytes per us; 0 (not measured): no per-CTA bound
+
     def modeled_us(splits: int) -> float:
-        cta_bytes = -(-k_tiles // splits) * (c.block_m + c.block_n) * row_bytes
-        return (spec.split_k_cost_us if splits > 1 else 0.0) + max(cta_bytes / (spec.stream_gbps_per_cta * 1e3), dram_us)
+        cta_us = -(-k_tiles // splits) * (c.block_m + c.block_n) * row_bytes / rate if rate else 0.0
+        return (spec.split_k_cost_us if splits > 1 else 0.0) + max(cta_us, dram_us)
     splits = min(range(1, most + 1), key=modeled_us)
     per = -(-k_tiles // splits)
     return -(-k_tiles // per)
