@@ -141,9 +141,10 @@ def test_swap_ab_tiles_only_where_they_measured_faster():
     for m in (1, 8, registry.SWAP_AB_MAX_M):
         assert registry.pick_config(spec, H100, Problem(m, 4096, 4096)).name == "16x128s"
     assert not registry.pick_config(spec, H100, Problem(registry.SWAP_AB_MAX_M + 1, 4096, 4096)).swap_ab
-    # Under half a wave with K too shallow to split: the swap tile of least wave cost (first listed).
-    for n in (256, 512):
-        assert registry.pick_config(spec, H100, Problem(n, n, n)).name == "32x64s"
+    # Under half a wave with K too shallow to split, where no narrow tile fits (100 rows fill no
+    # whole 64-row tile): the swap tile of least wave cost (first listed).
+    for shape in ((100, 512, 512), (96, 256, 256)):
+        assert registry.pick_config(spec, H100, Problem(*shape)).name == "32x64s", shape
     # A K deep enough to split the listed tile keeps it (split-K fills the SMs instead).
     assert not registry.pick_config(spec, H100, Problem(512, 512, 8192)).swap_ab
     # Grouped launches (zoo.bmm) keep the wave-cost choice.
@@ -151,7 +152,7 @@ def test_swap_ab_tiles_only_where_they_measured_faster():
     assert not registry.pick_config(spec, H100, group[0], group).swap_ab
 
 
-def test_narrow_tiles_only_for_skinny_grids_they_fill():
+def test_narrow_tiles_for_skinny_and_small_grids_they_fill():
     spec = registry.SM90_GEMM
     narrow = spec.config("64x64pp")
     assert narrow.narrow
@@ -168,8 +169,22 @@ def test_narrow_tiles_only_for_skinny_grids_they_fill():
     # Part-filled narrow tiles (96 or 100 rows) measured no faster: the listed tile.
     for m in (96, 100):
         assert registry.pick_config(spec, H100, Problem(m, 4096, 4096)).name == "64x128pp"
-    # Narrow tiles under a third of a wave (64 x 2048: 32 of them) keep the listed tile.
+    # Narrow tiles under a third of a wave (64 x 2048: 32 of them) keep the listed tile, which
+    # splits K.
     assert registry.pick_config(spec, H100, Problem(64, 2048, 4096)).name == "64x128pp"
+    # Small grids whose 64x128 tiles would run whole with over half the SMs idle, any row count
+    # (H100, % of torch.mm: 512^3 97 against 88 for 32x64s, 640^3 101 against 72, 576^3 98
+    # against 70, 256 x 1024 x 1024 91 against 85 for 64x128pp; NOTES.md, "Small grids take
+    # narrow tiles").
+    for shape in ((256, 256, 256), (512, 512, 512), (504, 504, 504), (640, 640, 640), (2048, 256, 256),
+                  (256, 1024, 1024), (1024, 512, 1024), (64, 1024, 1024)):
+        chosen = registry.pick_config(spec, H100, Problem(*shape))
+        assert chosen == narrow, shape
+        assert registry.split_k(spec, chosen, *shape, H100.sm_count) == 1
+    # ... but not where the 64x128 tiles cover half the SMs (768^3: 72 of them; 1000^3 takes
+    # their cluster twin) or would split a deep K (256 x 1024 x 4096: 4 slices).
+    for shape in ((768, 768, 768), (1024, 1024, 1024), (256, 1024, 4096), (512, 512, 8192)):
+        assert not registry.pick_config(spec, H100, Problem(*shape)).narrow, shape
     # More rows than NARROW_MAX_M, or few enough for the swap tiles: never narrow.
     above = Problem(registry.NARROW_MAX_M + 1, 2048, 4096)
     assert registry.pick_config(spec, H100, above).name == "64x128pp"
@@ -196,7 +211,8 @@ def test_b_rows_off_32_byte_sectors_take_the_configs_cluster_twin():
     # one tile row (the pair's second CTA would have no rows).
     assert registry.pick_config(spec, H100, Problem(1536, 1000, 4096)).name == "128x128c2"
     assert registry.pick_config(spec, H100, Problem(1000, 1000, 1000)).name == "64x128ppc2"
-    assert registry.pick_config(spec, H100, Problem(500, 1000, 1000)).name == "64x128pp"
+    # (500 x 1000 x 1000 takes the narrow tile, no twin: 64x64pp 85.6% against 85.8% for 64x128pp.)
+    assert registry.pick_config(spec, H100, Problem(500, 1000, 1000)).cluster_size == 1
     assert registry.b_rows_off_sectors(Problem(64, 9000, 4096))
     assert registry.pick_config(spec, H100, Problem(64, 9000, 4096)).cluster_size == 1
     # 12000-byte rows are on sectors, and so are B rows narrower than one 128-byte box row.

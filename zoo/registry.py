@@ -156,15 +156,18 @@ def eligible(cc: tuple[int, int], problem: Problem | None = None, op: str = "gem
 
 # Swap-AB tiles (C^T = B^T A^T, as few as 8 rows of C; zoo/specs/sm90_wgmma.py) measured on an
 # H100 against the other tiles (NOTES.md, "Swap-AB tiles"): they won at M = 1 and 16 against
-# 4096-wide weights and on 256^3 and 512^3 (grids under half a wave that K is too shallow to
-# split), and lost at M = 64 and 128 (their B tiles are re-read per 16 or 32 rows).
+# 4096-wide weights, and lost at M = 64 and 128 (their B tiles are re-read per 16 or 32 rows).
+# On small grids that K is too shallow to split they beat the listed tiles but not the narrow
+# ones (NOTES.md, "Small grids take narrow tiles"), so they serve there only where no narrow
+# tile fits.
 SWAP_AB_MAX_M = 16
 
 # Narrow tiles (`narrow: 1`, 64x64) measured on an H100 against the wave-cost choice, inputs out
-# of L2 (NOTES.md, "Narrow tiles for 128-row weights"): 128 x 4096 x 4096 and 128 x 4096 x 11008
-# faster than 64x128pp in two K slices, as fast as cuBLAS's 64x64 tiles; but slower where they
-# take more than one wave (128 x 11008 x 4096) or stay under half of one and split K
-# (64 x 4096 x 4096), and no faster for 96 or 100 rows. Measured up to two whole 64-row tiles.
+# of L2 (NOTES.md, "Narrow tiles for 128-row weights", "Small grids take narrow tiles"):
+# 128 x 4096 x 4096 and 128 x 4096 x 11008 faster than 64x128pp in two K slices, as fast as
+# cuBLAS's 64x64 tiles; 256^3-704^3 and small oblongs 3-29 points of torch.mm faster than the
+# swap tiles; but slower where they take more than one wave (128 x 11008 x 4096, 1000^3), and
+# no faster for 96 or 100 rows. Skinny M measured up to two whole 64-row tiles.
 NARROW_MAX_M = 128
 
 # Ping-pong tiles (`pingpong: 1`) hide each tile's epilogue under the other consumer's MMAs.
@@ -213,9 +216,9 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
     launch, `group` holds all its problems and their tiles are counted together. One GEMM whose
     B rows start off 32-byte sectors, with two tile rows or more and tiles for half the SMs or
     more, gets the chosen tile's 2-CTA twin (b_rows_off_sectors). A grid over one wave may get a
-    ping-pong tile instead of a cooperative one (pingpong_choice). Swap-AB tiles stay out of the
-    wave-cost choice; one GEMM gets one where they measured faster (swap_ab_choice); so do
-    narrow tiles (narrow_choice)."""
+    ping-pong tile instead of a cooperative one (pingpong_choice). Narrow and swap-AB tiles
+    stay out of the wave-cost choice; one GEMM gets one where they measured faster
+    (narrow_choice, then swap_ab_choice)."""
     valid = [c for c in spec.configs if not cfgs.problems(c, spec, limits)]
     if not valid:
         raise ZooError(f"no config of {spec.name} fits {limits.part} ({limits.arch})")
@@ -228,10 +231,10 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
     cheapest = min(costs.values())
     chosen = next(c for c in preferred if costs[c] <= cheapest * (1 + WAVE_SLACK))
     chosen = pingpong_choice(spec, preferred, costs, limits, problem, chosen, group)
-    if swapped and not group and not chosen.swap_ab:
-        chosen = swap_ab_choice(spec, swapped, limits, problem, chosen)
-    if narrow and not group and not chosen.swap_ab:
+    if narrow and not group:
         chosen = narrow_choice(spec, narrow, limits, problem, chosen)
+    if swapped and not group and not chosen.narrow:
+        chosen = swap_ab_choice(spec, swapped, limits, problem, chosen)
     if spec.tma_boxes and not group and not chosen.swap_ab and b_rows_off_sectors(problem) and \
             problem.m > chosen.block_m and 2 * chosen.tiles(problem.m, problem.n) >= limits.sm_count:
         # The twin: the same config but in 2 x 1 clusters (so without stream-K, which clusters lack).
@@ -260,8 +263,9 @@ def swap_ab_choice(spec: KernelSpec, swapped: list[cfgs.TileConfig], limits: Arc
     """A swap-AB tile instead of `chosen` for one GEMM where they measured faster (SWAP_AB_MAX_M):
     an M of at most SWAP_AB_MAX_M rows gets the shortest swap tile that holds them (no MMA on
     rows past M); a grid of `chosen` under half a wave whose K is too shallow for two slices
-    gets the swap tile of the least wave cost (the first listed among equals): more, smaller
-    tiles. (Deeper K, e.g. 500 x 1000 x 1000: 64x128 whole 10.6 us, 32x64s 13.7 on an H100.)"""
+    (and that no narrow tile took: narrow_choice) gets the swap tile of the least wave cost
+    (the first listed among equals): more, smaller tiles. (Deeper K, e.g. 500 x 1000 x 1000:
+    64x128 whole 10.6 us, 32x64s 13.7 on an H100.)"""
     m, n, k = problem.m, problem.n, problem.k
     if m <= SWAP_AB_MAX_M:
         holding = [c for c in swapped if c.block_m >= m]
@@ -274,18 +278,27 @@ def swap_ab_choice(spec: KernelSpec, swapped: list[cfgs.TileConfig], limits: Arc
 
 def narrow_choice(spec: KernelSpec, narrow: list[cfgs.TileConfig], limits: ArchLimits, problem: Problem,
                   chosen: cfgs.TileConfig) -> cfgs.TileConfig:
-    """The first narrow tile instead of `chosen` for one GEMM of at most NARROW_MAX_M rows, in
-    whole narrow tiles, whose chosen tiles leave over half the SMs idle and whose narrow ones
-    fill a third of a wave to one: twice the CTAs, each streaming its own columns of B, where
-    `chosen` would split K. (96 and 100 rows, part-filled tiles, measured no faster. On an H100,
-    64 x 4096 x 4096, 64 narrow tiles on 132 SMs: 99% of torch.mm, against 84% for 64x128 tiles
-    in two K slices; NOTES.md, "The split-K tail".)"""
-    m, n = problem.m, problem.n
-    if m > NARROW_MAX_M or 2 * chosen.tiles(m, n) >= limits.sm_count:
+    """The first narrow tile instead of `chosen` for one GEMM of more than SWAP_AB_MAX_M rows
+    whose chosen tiles leave over half the SMs idle, where the narrow tiles fit one wave and
+    `chosen` would run whole (split_k: K too shallow to be worth cutting), or, for at most
+    NARROW_MAX_M rows, where they fill a third of a wave: more CTAs, each a whole 64x64 tile
+    behind a deep ring. Up to NARROW_MAX_M rows only in whole narrow tiles (96 and 100 rows,
+    part-filled, measured no faster). On an H100: 64 x 4096 x 4096 (64 narrow tiles) 99% of
+    torch.mm, against 84% for 64x128 tiles in two K slices (NOTES.md, "The split-K tail");
+    512^3 97% against 88% for 32x64s, 640^3 101% against 72% (NOTES.md, "Small grids take
+    narrow tiles")."""
+    m, n, k = problem.m, problem.n, problem.k
+    if m <= SWAP_AB_MAX_M or 2 * chosen.tiles(m, n) >= limits.sm_count:
         return chosen
+    resident = limits.sm_count * max(resident_blocks(spec, chosen, limits), 1) // chosen.cluster_size
+    whole = split_k(spec, chosen, m, n, k, resident, dram_gbps=limits.dram_gbps) == 1
+    skinny = m <= NARROW_MAX_M
     for c in narrow:
-        slots = limits.sm_count * max(resident_blocks(spec, c, limits), 1)
-        if m % c.block_m == 0 and limits.sm_count <= 3 * c.tiles(m, n) and c.tiles(m, n) <= slots:
+        tiles = c.tiles(m, n)
+        if skinny and m % c.block_m:
+            continue
+        if tiles <= limits.sm_count * max(resident_blocks(spec, c, limits), 1) and \
+                (whole or (skinny and limits.sm_count <= 3 * tiles)):
             return c
     return chosen
 
