@@ -53,9 +53,10 @@ class KernelSpec:
     # launch and set-up can overlap that grid's last tiles (registry.dependent_launch: when).
     pdl: bool = False
     split_k: bool = False                # can cut K into units reduced through a workspace
-    # Split-K's model (registry.split_k): what the reduction at the end of a split launch costs
-    # (the units' partials through L2, a count, the last unit's reads), and the rate at which
-    # one CTA streams its K-tiles.
+    # Split-K's model (registry.split_k): how much later a split launch ends than a whole one of
+    # the same streaming time (the reduction at its end: the units' partials through L2, a
+    # count, the last unit's reads; and its more, shorter CTAs), and the rate at which one CTA
+    # streams its K-tiles.
     split_k_cost_us: float = 0.0
     stream_gbps_per_cta: float = 0.0
     stream_k: bool = False               # configs may set stream_k: the tail wave's tiles cut along K over every CTA
