@@ -5,8 +5,9 @@ checked against float64. Stream-K as the registry says for each.
     PROBE_VARIANTS="128x256;128x256:group_m=4;16x128s/2;128x256@old/gemm_tma_wgmma.cu" \
         python3 scripts/variant_probe.py [MxNxK ...] [--idle] [--json FILE]
 
-A variant is CONFIG[:field=value,...][/SPLITS][@kernel.cu]: /SPLITS cuts K into that many
-slices by hand (else the registry's rule).
+A variant is [KERNEL+]CONFIG[:field=value,...][/SPLITS][@kernel.cu]: KERNEL+ names another
+kernel of the registry than the sm90 one (e.g. sm75_gemv_stream+1x256), /SPLITS cuts K into
+that many slices by hand (else the registry's rule).
 
 --idle: the GPU idles before each call, as `zoo bench` times (its clocks start from boost);
 else the calls run back to back (sustained clocks).
@@ -30,13 +31,14 @@ def variant(text):
     kernel change in one run). A /SPLITS part is splits()'s."""
     text_cfg, _, source = text.partition("@")
     text_cfg = text_cfg.partition("/")[0]
+    kernel, _, text_cfg = text_cfg.rpartition("+")
     name, _, changes = text_cfg.partition(":")
-    spec = registry.SM90_GEMM
+    spec = registry.kernel(kernel) if kernel else registry.SM90_GEMM
     if source:
         spec = replace(spec, name=f"{spec.name}@{Path(source).stem}", source=Path(source).resolve())
     cfg = spec.config(name)
     fields = dict(kv.split("=") for kv in changes.split(",") if kv)
-    return spec, replace(cfg, name=text.replace("/", "_"), **{k: int(v) for k, v in fields.items()})
+    return spec, replace(cfg, name=text.replace("/", "_").replace("+", "_"), **{k: int(v) for k, v in fields.items()})
 
 
 def splits(text):
@@ -100,9 +102,10 @@ def main(argv):
         print(f"{text}: torch.mm {torch_us:.1f} us")
         for name, (us, spread, ok, launch) in timed.items():
             rows.append({"shape": text, "variant": name, "us": us, "torch_us": torch_us, "pct": 100 * torch_us / us,
-                         "spread": spread, "grid": launch.grid[0], "stream_k": launch.stream_k, "ok": ok})
-            print(f"  {name:>28} {us:9.1f} us {100 * torch_us / us:6.1f}%  spread {100 * spread:4.1f}%"
-                  f"  grid {launch.grid[0]}  stream-K tail {launch.stream_k}{'' if ok else '  WRONG'}", flush=True)
+                         "spread": spread, "grid": list(launch.grid), "stream_k": launch.stream_k, "ok": ok})
+            grid = "x".join(str(g) for g in launch.grid if g > 1) or "1"
+            print(f"  {name:>36} {us:9.1f} us {100 * torch_us / us:6.1f}%  spread {100 * spread:4.1f}%"
+                  f"  grid {grid}  stream-K tail {launch.stream_k}{'' if ok else '  WRONG'}", flush=True)
     if out_json:
         with open(out_json, "w") as f:
             json.dump({"device": lim.part, "torch": torch.__version__, "rows": rows}, f, indent=1)

@@ -42,7 +42,7 @@ def build_and_check(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits) 
     cubin = cuda.compile_cubin(spec.source, limits.arch, spec.defines(cfg), kernel=spec.name, config=cfg.name)
     entries = []
     # Every entry point: one GEMM, and (GEMM kernels) the grouped launch (zoo.bmm) over a table of them.
-    suffixes = ("", "_grouped") if spec.op == "gemm" else ("",)
+    suffixes = ("", "_grouped") if spec.op == "gemm" and spec.grouped else ("",)
     functions = [(pair, name + suffix) for pair, name in spec.entry.items() for suffix in suffixes]
     for (in_dtype, out_dtype), function in functions:
         dtypes = f"{in_dtype}->{out_dtype}".replace("bfloat", "bf").replace("float", "fp")

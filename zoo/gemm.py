@@ -15,6 +15,7 @@ from . import arch, bench, cuda, overlap, registry, tune
 from .configs import TileConfig
 from .cuda import ZooError
 from .registry import INT32_MAX, KernelSpec, Problem
+from .specs.gemv import GEMV_MAX_ROW_GROUPS
 
 DTYPE_NAMES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32"}
 INPUT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -525,6 +526,8 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
     m, n = c.shape[-2:]
     with torch.cuda.device(device_index):  # compiling loads a module: in the right context
         fn = compiled(spec, cfg, _dtype_name(a.dtype), _dtype_name(c.dtype), device_index)
+        if spec.max_m:
+            return _plan_stream(spec, cfg, fn, device_index, a, b, c, k, lda, ldb, splits)
         resident = _resident_clusters(spec, cfg, fn, device_index)
         alone = shared_units is None
         if not alone and resident:
@@ -566,6 +569,31 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
     return Launch(fn, device_index, grid, cfg.threads, cfg.cluster_size, args, split_k, slots,
                   maps=bool(spec.tma_boxes), stream_k=tail,
                   pdl=independent or registry.dependent_launch(spec, device_limits(device_index), footprint))
+
+
+def _plan_stream(spec: KernelSpec, cfg: TileConfig, fn: cuda.Function, device_index: int, a: torch.Tensor,
+                 b: torch.Tensor, c: torch.Tensor, k: int, lda: int, ldb: int, splits: int | None) -> Launch:
+    """plan_launch for a streaming kernel (spec.max_m; kernels/sm75/gemv_stream.cu): a grid of
+    column blocks x K slices x row groups, the slices added through the split-K workspace.
+    splits: by hand (zoo tune), else registry.stream_splits; never slices over block_k rows."""
+    m, n = c.shape
+    if c.dim() != 2:
+        raise ZooError(f"{spec.name} takes one GEMM per launch")
+    row_groups = -(-m // cfg.block_m)
+    if row_groups > GEMV_MAX_ROW_GROUPS:
+        raise ZooError(f"{spec.name} [{cfg.name}] computes at most {GEMV_MAX_ROW_GROUPS * cfg.block_m} rows "
+                       f"(it is for skinny GEMMs), got M={m}")
+    resident = cuda.max_active_blocks(fn, cfg.threads) * device_limits(device_index).sm_count
+    auto_splits, per = registry.stream_splits(cfg, m, n, k, resident)
+    if splits is not None and splits != auto_splits:
+        per = min(-(-k // max(splits, 1)), cfg.block_k)
+    splits = -(-k // per)
+    grid = (-(-n // cfg.block_n), splits, row_groups)
+    args = [(a.data_ptr(), cuda.POINTER), (b.data_ptr(), cuda.POINTER), (c.data_ptr(), cuda.POINTER),
+            (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32), (lda, cuda.INT32), (ldb, cuda.INT32),
+            (max(c.stride(0), 1), cuda.INT32), (per, cuda.INT32), (0, cuda.POINTER), (0, cuda.POINTER)]
+    split_k = (splits * m * n, grid[0] * grid[2]) if splits > 1 else None  # partials, counts per column block
+    return Launch(fn, device_index, grid, cfg.threads, 1, args, split_k, (0, 1, 2))
 
 
 # ----------------------------------------------------------------------------- grouped launches

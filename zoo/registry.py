@@ -13,7 +13,7 @@ from .arch import ArchLimits
 from .cuda import ZooError
 from .sass import occupancy
 from .specs import KERNELS, ELEMENT_BYTES, KernelSpec, stacks  # noqa: F401 - re-exported
-from .specs import (SM75_CONV, SM75_HGEMM, SM75_HMMA, SM75_SGEMM, SM80_CONV, SM80_GEMM,  # noqa: F401
+from .specs import (SM75_CONV, SM75_GEMV, SM75_HGEMM, SM75_HMMA, SM75_SGEMM, SM80_CONV, SM80_GEMM,  # noqa: F401
                     SM90_CONV, SM90_GEMM, SM90_TF32)
 
 MIN_CC = (7, 5)  # the oldest kernel of the zoo needs Turing tensor cores
@@ -148,9 +148,11 @@ def check_cc(cc: tuple[int, int]) -> None:
 
 
 def eligible(cc: tuple[int, int], problem: Problem | None = None, op: str = "gemm") -> list[KernelSpec]:
-    """Kernels of `op` that run on `cc` (and support the problem's dtypes), newest arch first."""
+    """Kernels of `op` that run on `cc` (and support the problem's dtypes; a streaming kernel
+    only up to its max_m rows), newest arch first."""
     check_cc(cc)
-    found = [k for k in KERNELS if k.op == op and k.runs_on(cc) and (problem is None or k.supports(problem))]
+    found = [k for k in KERNELS if k.op == op and k.runs_on(cc) and
+             (problem is None or (k.supports(problem) and (not k.max_m or problem.m <= k.max_m)))]
     return sorted(found, key=lambda k: (k.exact_cc or k.min_cc), reverse=True)
 
 
@@ -222,6 +224,9 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
     valid = [c for c in spec.configs if not cfgs.problems(c, spec, limits)]
     if not valid:
         raise ZooError(f"no config of {spec.name} fits {limits.part} ({limits.arch})")
+    if spec.max_m:  # a streaming kernel: the fewest rows that hold M (more: row groups)
+        holding = [c for c in valid if c.block_m >= problem.m]
+        return min(holding, key=lambda c: c.block_m) if holding else max(valid, key=lambda c: c.block_m)
     swapped = [c for c in valid if c.swap_ab]
     narrow = [c for c in valid if c.narrow and not c.swap_ab]
     valid = [c for c in valid if not c.swap_ab and not c.narrow] or swapped
@@ -339,11 +344,52 @@ def select(limits: ArchLimits, problem: Problem, *, kernel_name: str | None = No
             pairs = ", ".join(f"{i} -> {o}" for i, o in spec.entry)
             raise ZooError(f"{spec.name} computes {pairs}, not {problem.dtype} -> {problem.out_dtype}")
     else:
-        candidates = eligible(limits.cc, problem, op)
+        candidates = [k for k in eligible(limits.cc, problem, op) if not k.max_m]
         if not candidates:
             raise ZooError(f"no kernel for {problem.dtype} -> {problem.out_dtype} on CC "
                            f"{limits.cc[0]}.{limits.cc[1]}")
         spec = candidates[0]
+        if op == "gemm" and not group and not config_name:
+            spec = skinny_choice(limits, problem, spec) or spec
     if config_name:
         return spec, cfgs.validate(spec.config(config_name), spec, limits)
     return spec, pick_config(spec, limits, problem, group)
+
+
+# The streaming kernel (kernels/sm75/gemv_stream.cu) against the tile kernels, side by side
+# with torch.mm on an H200 (NOTES.md, "A streaming kernel for skinny M"): no faster than the
+# sm90 kernel's swap-AB tiles (16x128s: 1 x 4096 x 4096 98.6% of torch.mm against 97.8-101.6%,
+# 1 x 4096 x 1024 85.5% against 76%), so a kernel with swap-AB tiles keeps skinny M; the others'
+# 64-row tiles run a GEMM of a few rows on a few SMs, where it streams B over all of them.
+SKINNY_MAX_M = 8
+
+
+def skinny_choice(limits: ArchLimits, problem: Problem, chosen: KernelSpec) -> KernelSpec | None:
+    """The streaming kernel instead of `chosen` for one GEMM of at most SKINNY_MAX_M rows, where
+    `chosen` has no swap-AB tiles (those hold a few rows as well), a streaming kernel runs on
+    the device and computes the dtypes, and N and B's row stride are multiples of its 8-column
+    chunks (no copy of B, no element-wise tail); else None (`chosen` stands)."""
+    if chosen.swap_ab or problem.m > SKINNY_MAX_M or problem.n % 8 or (problem.ldb or problem.n) % 8:
+        return None
+    return next((k for k in eligible(limits.cc, problem) if k.max_m >= problem.m), None)
+
+
+# A streaming launch's K slices: as many blocks as the GPU holds at once (one wave, each block
+# streaming its slice), no slice under STREAM_MIN_SLICE rows of B, none over the config's block_k.
+STREAM_MIN_SLICE = 64
+
+
+def stream_splits(c: cfgs.TileConfig, m: int, n: int, k: int, resident_blocks: int) -> tuple[int, int]:
+    """(splits, rows of K per split) for a streaming kernel's launch: the blocks of
+    ceil(N / block_n) column blocks x ceil(M / block_m) row groups, times the splits, fit the
+    `resident_blocks` the GPU holds at once (no second wave for a few blocks); a slice is at
+    most block_k rows and, unless that forces more, at least STREAM_MIN_SLICE; slices are
+    whole rounds of the block's warps."""
+    blocks = -(-n // c.block_n) * -(-m // c.block_m)
+    warps = max(c.threads // 32, 1)
+    fewest = -(-k // c.block_k)
+    wanted = min(resident_blocks // blocks, -(-k // STREAM_MIN_SLICE))
+    splits = max(fewest, wanted, 1)
+    per = -(-(-(-k // splits)) // warps) * warps
+    per = min(per, c.block_k)
+    return -(-k // per), per

@@ -137,6 +137,17 @@ __device__ __forceinline__ const PointerProblem& problem_of(const PointerProblem
   return table[entry_index(table, count, &PointerProblem::tile_begin, block)];
 }
 
+// Split-K's count (the sm90 kernel's units, the streaming kernel's blocks): an add with release
+// semantics (the partial, stored by every thread of the warpgroup or block before a barrier, is
+// visible GPU-wide first: the release is cumulative) and acquire semantics (what the others
+// released is visible after it, to every thread past the next barrier). __threadfence() on both
+// sides did the same with fence.sc.gpu and an L1 invalidate each.
+__device__ __forceinline__ int atomic_add_acq_rel_gpu(int* p, int v) {
+  int old;
+  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
+
 // ---- Epilogue: FP32 accumulators to C (fp16, bf16 or fp32), through shared memory.
 
 constexpr int EPI_ROWS = 16;  // a warp writes its tile one 16-row strip at a time

@@ -512,7 +512,7 @@ __device__ __forceinline__ bool split_k_reduce(float (&acc)[M_SUBS][ACC_REGS], c
         mine[(s * VECS + i) * WG_THREADS + t] =
             make_float4(acc[s][4 * i], acc[s][4 * i + 1], acc[s][4 * i + 2], acc[s][4 * i + 3]);
   named_barrier(1 + consumer, WG_THREADS);  // every thread's partial stored before the release
-  if (t == 0) flag[consumer] = atomic_add_acq_rel_gpu(counters + slot, 1);
+  if (t == 0) flag[consumer] = zoo::atomic_add_acq_rel_gpu(counters + slot, 1);
   named_barrier(1 + consumer, WG_THREADS);  // the others' partials visible to all past the acquire
   if (flag[consumer] != parts - 1) return false;
   // NOTE: every unit has counted in; zero the count for the next launch on this stream, which

@@ -170,17 +170,6 @@ __device__ __forceinline__ unsigned cluster_count() {
   return r;
 }
 
-// Split-K's count: an add with release semantics (the unit's partial, stored by every thread
-// of the warpgroup before a barrier, is visible GPU-wide first: the release is cumulative) and
-// acquire semantics (what the other units released is visible after it, to every thread past
-// the next barrier). __threadfence() on both sides did the same with fence.sc.gpu and an L1
-// invalidate each.
-__device__ __forceinline__ int atomic_add_acq_rel_gpu(int* p, int v) {
-  int old;
-  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
-  return old;
-}
-
 // Programmatic dependent launch (a launch with the programmatic-stream-serialization
 // attribute may start while the grid before it in the stream finishes): wait until that
 // grid has completed and its memory is visible (a no-op without the attribute), and let the

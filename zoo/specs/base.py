@@ -75,6 +75,11 @@ class KernelSpec:
     # What it computes: "gemm" (zoo.mm, zoo.bmm) or "conv" (zoo.conv2d: an implicit GEMM over an
     # NHWC image, kernels/common/zoo_common.cuh ConvGeometry); each op selects among its own.
     op: str = "gemm"
+    # A streaming kernel for skinny GEMMs (no tiles: blocks of columns over slices of K) serves
+    # problems of at most this many rows when registry.skinny_choice takes it; 0: a tile kernel,
+    # in the ordinary choice.
+    max_m: int = 0
+    grouped: bool = True                 # has a grouped entry point (entry name + "_grouped")
 
     @property
     def dtypes(self) -> tuple[str, ...]:
@@ -109,7 +114,7 @@ class KernelSpec:
         return {"ZOO_BM": c.block_m, "ZOO_BN": c.block_n, "ZOO_BK": c.block_k,
                 "ZOO_WARP_M": c.warp_m, "ZOO_WARP_N": c.warp_n, "ZOO_STAGES": c.stages,
                 "ZOO_GROUP_M": c.group_m, "ZOO_CLUSTER_M": c.cluster_m, "ZOO_CLUSTER_N": c.cluster_n,
-                "ZOO_SMEM_BYTES": self.smem_bytes(c), **({"ZOO_PINGPONG": 1} if c.pingpong else {}),
+                "ZOO_SMEM_BYTES": self.smem_bytes(c), "ZOO_THREADS": c.threads, **({"ZOO_PINGPONG": 1} if c.pingpong else {}),
                 **({"ZOO_SWAP_AB": 1} if c.swap_ab else {}),
                 **({"ZOO_STREAM_K": 1} if c.stream_k else {}),
                 **self.extra_defines}

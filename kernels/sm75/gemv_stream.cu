@@ -1,0 +1,209 @@
+// gemv_stream.cu: the zoo's streaming kernel for skinny GEMMs (1-8 rows of C), on the CUDA
+// cores. A GEMM of a few rows against a large weight matrix (LLM decoding: x[1, K] @ W[K, N])
+// is a read of B and little else: a tile kernel spends its MMAs on rows that are not there
+// and streams B through a few CTAs; this one spreads B over every SM in 16-byte loads.
+//
+//   C[M,N] = A[M,K] @ B[K,N]; A, B fp16 or bf16 row-major (row strides lda, ldb, in elements),
+//   C row-major (ldc) in the input dtype or fp32; FP32 accumulation. Any M, N, K >= 1 (M up to
+//   65535 row groups); B's rows 16-byte aligned (ldb % 8 == 0; the host copies others).
+//   Built for skinny M: every group of ROWS (ZOO_BM) rows of C reads all of B once.
+//   Runs on CC >= 7.5 (nothing arch-specific); compiled per config by NVRTC.
+//
+// Launch: grid (ceil(N / BN), splits, ceil(M / ROWS)), THREADS threads, ZOO_SMEM_BYTES of
+//   dynamic shared memory. Block (x, y, z) owns columns [x*BN, x*BN + BN) of rows z*ROWS ..
+//   z*ROWS + ROWS - 1 of C, over rows [y*kps, y*kps + kps) of B (kps = k_per_split <= BK).
+// Per block: its slice of A goes to shared memory as fp32 (As[k][row]); lane l of every warp
+//   owns columns x*BN + 8l .. +7 and the warps take B's rows in turn, in rounds of LOADS rows
+//   (LDG.128 each), a round loaded into registers while the FFMAs run on the one before:
+//   ROWS x 8 accumulators per lane. The warps' sums meet in shared memory, a row of C at a time.
+// Split K (splits > 1): each block writes its fp32 partial to the workspace, counts itself in
+//   (one acq_rel atomic), and the last of a column block adds the partials in split
+//   order (the same sum whichever block comes last) and stores C; it sets the count back to
+//   zero for the next launch on the stream.
+// Tails: a lane whose 8 columns run past N loads element by element (zero past N); rows of
+//   A past M are zero; stores past M, N are skipped.
+//
+// Run it: zoo bench --shapes 1x4096x4096 --kernel sm75_gemv_stream   (see README.md)
+
+#include "common/zoo_common.cuh"
+
+// Config (set by the host from configs/sm75_gemv_stream.yaml; defaults = config "1x256").
+#ifndef ZOO_BM
+#define ZOO_BM 1
+#define ZOO_BN 256
+#define ZOO_BK 512
+#define ZOO_STAGES 4
+#define ZOO_THREADS 256
+#define ZOO_SMEM_BYTES 8192
+#endif
+
+namespace zoo_gemv {
+
+constexpr int ROWS = ZOO_BM;        // rows of C a block computes (the problem's M is at most this)
+constexpr int BN = ZOO_BN;          // columns of C per block: 8 per lane
+constexpr int KS_MAX = ZOO_BK;      // most rows of B (K) per block
+constexpr int LOADS = ZOO_STAGES;   // 16-byte loads a round of a lane (two rounds in flight)
+constexpr int THREADS = ZOO_THREADS;
+constexpr int WARPS = THREADS / 32;
+// Shared memory: the block's slice of A as fp32, then (reused) the warps' sums of one row.
+constexpr int SMEM_BYTES = zoo::cmax(KS_MAX * ROWS, WARPS * BN) * 4;
+
+static_assert(BN == 256, "a warp covers 32 lanes x 8 columns");
+static_assert(THREADS % 32 == 0 && THREADS >= 32 && THREADS <= 1024, "whole warps");
+static_assert(ROWS >= 1 && ROWS <= 8, "1-8 rows of C per block (ROWS x 8 accumulators a lane)");
+static_assert(KS_MAX % WARPS == 0, "a K slice is a whole number of rounds of the warps");
+static_assert(SMEM_BYTES == ZOO_SMEM_BYTES, "host smem formula (zoo/specs/gemv.py) disagrees with the kernel");
+
+__device__ __forceinline__ float to_float(half v) { return __half2float(v); }
+__device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+
+__device__ __forceinline__ float2 to_float2(half2 v) { return __half22float2(v); }
+__device__ __forceinline__ float2 to_float2(__nv_bfloat162 v) { return __bfloat1622float2(v); }
+
+// A 16-byte chunk of 8 fp16 (Pair = half2) or bf16 (__nv_bfloat162) elements as 8 floats.
+template <typename Pair>
+__device__ __forceinline__ void unpack8(const uint4& v, float* f) {
+  const Pair* h = reinterpret_cast<const Pair*>(&v);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const float2 x = to_float2(h[e]);
+    f[2 * e] = x.x, f[2 * e + 1] = x.y;
+  }
+}
+__device__ __forceinline__ void to_float8(const uint4& v, float* f, half) { unpack8<half2>(v, f); }
+__device__ __forceinline__ void to_float8(const uint4& v, float* f, __nv_bfloat16) { unpack8<__nv_bfloat162>(v, f); }
+
+// B[k][col .. col+7] as one 16-byte chunk; element by element where it runs past N (valid < 8).
+template <typename T>
+__device__ __forceinline__ uint4 load_chunk(const T* p, int valid) {
+  if (valid >= 8) return __ldg(reinterpret_cast<const uint4*>(p));
+  uint4 v = make_uint4(0, 0, 0, 0);
+  unsigned short* e = reinterpret_cast<unsigned short*>(&v);
+  const unsigned short* q = reinterpret_cast<const unsigned short*>(p);
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+    if (i < valid) e[i] = q[i];
+  return v;
+}
+
+template <typename T, typename OutT>
+__device__ __forceinline__ void gemv(const T* __restrict__ A, const T* __restrict__ B, OutT* __restrict__ C,
+                                     int M, int N, int K, int lda, int ldb, int ldc, int k_per_split,
+                                     float* __restrict__ partials, int* __restrict__ counters) {
+  extern __shared__ float4 smem4[];
+  float* const smem = reinterpret_cast<float*>(smem4);
+  __shared__ int last_block;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int splits = gridDim.y;
+  const int k0 = blockIdx.y * k_per_split, k1 = min(K, k0 + k_per_split), depth = k1 - k0;
+  const int row0 = blockIdx.z * ROWS, rows = min(ROWS, M - row0);
+  const int col0 = blockIdx.x * BN;
+  const int col = col0 + lane * 8, valid = N - col;  // valid <= 0: the lane is past N
+
+  // A round of a warp: LOADS rows of B, WARPS apart, from row k on (zeros past the slice or N).
+  const T* const b = B + col;
+  auto load_round = [&](uint4 (&v)[LOADS], int k) {
+#pragma unroll
+    for (int s = 0; s < LOADS; ++s) {
+      const int kk = k + s * WARPS;
+      v[s] = kk < k1 && valid > 0 ? load_chunk(b + static_cast<long long>(kk) * ldb, valid) : make_uint4(0, 0, 0, 0);
+    }
+  };
+  // NOTE: the first round's loads go out before A is staged, so that the block's first DRAM
+  // round trip is B's, not A's and then B's; each later round is loaded during the one before.
+  uint4 cur[LOADS], next[LOADS];
+  load_round(cur, k0 + warp);
+
+  // A's slice, read along k (coalesced), kept as fp32 in As[k][row]; rows past M are zero.
+  for (int i = threadIdx.x; i < ROWS * depth; i += THREADS) {
+    const int r = i / depth, kk = i - r * depth;
+    smem[kk * ROWS + r] = r < rows ? to_float(A[static_cast<long long>(row0 + r) * lda + k0 + kk]) : 0.f;
+  }
+  __syncthreads();
+
+  float acc[ROWS][8];
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[r][e] = 0.f;
+
+  for (int k = k0 + warp; k < k1; k += WARPS * LOADS) {
+    load_round(next, k + WARPS * LOADS);
+#pragma unroll
+    for (int s = 0; s < LOADS; ++s) {
+      const int kk = k + s * WARPS;
+      if (kk >= k1) break;  // warp-uniform; As past the slice is not staged
+      float bf[8];
+      to_float8(cur[s], bf, T());
+      const float* const a = smem + (kk - k0) * ROWS;
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r) {
+        const float ar = a[r];  // the same address in every lane: a broadcast
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[r][e] = fmaf(ar, bf[e], acc[r][e]);
+      }
+    }
+#pragma unroll
+    for (int s = 0; s < LOADS; ++s) cur[s] = next[s];
+  }
+
+  // The warps' sums, one row of C at a time: each warp's 32 x 8 columns into shared memory,
+  // then a thread per column adds the warps' (consecutive columns: no bank conflict).
+  float* const red = smem;
+  const long long split_stride = static_cast<long long>(M) * N;  // partials: [split][row][col]
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r) {
+    if (r >= rows) break;
+    __syncthreads();  // As (first row) or the row before's sums are read by now
+    zoo::store8(red + warp * BN + lane * 8, acc[r]);
+    __syncthreads();
+    for (int c = threadIdx.x; c < BN && col0 + c < N; c += THREADS) {
+      float sum = 0.f;
+#pragma unroll
+      for (int w = 0; w < WARPS; ++w) sum += red[w * BN + c];
+      if (splits == 1)
+        zoo::store1(C + static_cast<long long>(row0 + r) * ldc + col0 + c, sum);
+      else
+        partials[blockIdx.y * split_stride + static_cast<long long>(row0 + r) * N + col0 + c] = sum;
+    }
+  }
+  if (splits == 1) return;
+
+  // The last block of this column block to finish adds every split's partial, in split order.
+  // NOTE: one acq_rel atomic, no __threadfence (fence.sc: MEMBAR.SC.GPU, ~1 us on an H100,
+  // NOTES.md "The split-K tail"): its release covers the block's partial stores that the barrier
+  // ordered before it, its acquire the partials of the blocks counted in before.
+  int* const count = counters + blockIdx.z * gridDim.x + blockIdx.x;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const int before = zoo::atomic_add_acq_rel_gpu(count, 1);
+    last_block = before == splits - 1;
+    if (last_block) *count = 0;  // left at zero for the next launch on the stream
+  }
+  __syncthreads();
+  if (!last_block) return;
+  for (int r = 0; r < rows; ++r) {
+    for (int c = threadIdx.x; c < BN && col0 + c < N; c += THREADS) {
+      const float* const p = partials + static_cast<long long>(row0 + r) * N + col0 + c;
+      float sum = 0.f;
+#pragma unroll 8
+      for (int s = 0; s < splits; ++s) sum += __ldcg(p + s * split_stride);  // from L2, never a stale L1 line
+      zoo::store1(C + static_cast<long long>(row0 + r) * ldc + col0 + c, sum);
+    }
+  }
+}
+
+}  // namespace zoo_gemv
+
+#define ZOO_GEMV_ENTRY(name, T, OutT)                                                              \
+  extern "C" __global__ void __launch_bounds__(zoo_gemv::THREADS)                                  \
+      name(const T* __restrict__ A, const T* __restrict__ B, OutT* __restrict__ C, int M, int N,    \
+           int K, int lda, int ldb, int ldc, int k_per_split, float* __restrict__ partials,         \
+           int* __restrict__ counters) {                                                            \
+    zoo_gemv::gemv<T, OutT>(A, B, C, M, N, K, lda, ldb, ldc, k_per_split, partials, counters);      \
+  }
+
+ZOO_GEMV_ENTRY(zoo_gemv_f16_f16out, half, half)
+ZOO_GEMV_ENTRY(zoo_gemv_f16_f32out, half, float)
+ZOO_GEMV_ENTRY(zoo_gemv_bf16_bf16out, __nv_bfloat16, __nv_bfloat16)
+ZOO_GEMV_ENTRY(zoo_gemv_bf16_f32out, __nv_bfloat16, float)

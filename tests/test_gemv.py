@@ -1,0 +1,178 @@
+"""The streaming kernel for skinny GEMMs (kernels/sm75/gemv_stream.cu): where the registry sends
+a problem, how a launch's K is sliced (CPU), and its results on the GPU: row groups, column and
+K tails, many slices, both dtypes, counters left at zero, the same sum every call, graphs."""
+import pytest
+import torch
+
+import zoo
+from zoo import arch, bench, configs, gemm, registry
+from zoo.registry import Problem
+
+GEMV = registry.SM75_GEMV
+
+
+@pytest.mark.parametrize("target", ["sm_75", "sm_80"])
+def test_skinny_gemms_go_to_the_streaming_kernel_without_swap_ab_tiles(target):
+    lim = arch.offline(target)
+    for m in range(1, registry.SKINNY_MAX_M + 1):
+        for dtype, out in (("float16", "float16"), ("float16", "float32")):
+            spec, cfg = registry.select(lim, Problem(m, 4096, 4096, dtype, out))
+            assert spec is GEMV and cfg.block_m == min(c.block_m for c in GEMV.configs if c.block_m >= m)
+    tile = registry.select(lim, Problem(registry.SKINNY_MAX_M + 1, 4096, 4096))[0]
+    assert tile is not GEMV and not tile.max_m
+
+
+def test_what_the_streaming_kernel_is_not_chosen_for():
+    for m in (1, 8):  # Hopper's swap-AB tiles measured as fast (NOTES.md)
+        spec, cfg = registry.select(arch.offline("sm_90a"), Problem(m, 4096, 4096))
+        assert spec is registry.SM90_GEMM and cfg.swap_ab
+    lim = arch.offline("sm_80")
+    assert registry.select(lim, Problem(1, 4095, 4096))[0] is registry.SM80_GEMM       # N off 8-column chunks
+    assert registry.select(lim, Problem(1, 4096, 4096, ldb=4100))[0] is registry.SM80_GEMM  # B rows off 16 bytes
+    assert registry.select(lim, Problem(1, 4096, 4096, ldb=4104))[0] is GEMV
+    assert registry.select(lim, Problem(1, 4096, 4096, "float32", "float32"))[0] is registry.SM75_SGEMM
+    group = (Problem(1, 4096, 4096), Problem(1, 4096, 4096))
+    assert registry.select(lim, group[0], group=group)[0] is registry.SM80_GEMM    # grouped launches
+    assert registry.select(lim, Problem(1, 4096, 4096), op="conv")[0].op == "conv"
+    assert registry.select(lim, Problem(1, 4096, 4096), config_name="64x64")[0] is registry.SM80_GEMM
+    # bf16 needs CC 8.0 for the tile kernels; the streaming kernel does not take it past that rule.
+    with pytest.raises(zoo.ZooError, match="no kernel"):
+        registry.select(arch.offline("sm_75"), Problem(1, 4096, 4096, "bfloat16", "bfloat16"))
+
+
+def test_the_streaming_kernel_is_a_candidate_for_few_rows_only():
+    names = lambda m: [k.name for k in registry.eligible((8, 0), Problem(m, 4096, 4096))]  # noqa: E731
+    assert GEMV.name in names(GEMV.max_m) and GEMV.name not in names(GEMV.max_m + 1)
+    assert GEMV in registry.eligible((8, 0))  # every kernel that runs, with no problem given
+
+
+def test_named_streaming_kernel_takes_the_config_that_holds_m():
+    lim = arch.offline("sm_80")
+    for m, rows in ((1, 1), (2, 2), (3, 4), (5, 8), (8, 8), (9, 8), (4096, 8)):
+        assert registry.select(lim, Problem(m, 512, 512), kernel_name=GEMV.name)[1].block_m == rows
+
+
+@pytest.mark.parametrize("cfg", GEMV.configs, ids=lambda c: c.name)
+def test_stream_splits_cover_k_in_whole_rounds(cfg):
+    warps = cfg.threads // 32
+    for m, n, k, resident in ((1, 4096, 4096, 528), (1, 11008, 4096, 528), (8, 4096, 11008, 264),
+                              (1, 8, 1, 528), (1, 256, 100_000, 160), (3, 40, 7, 80), (1, 4096, 64, 528)):
+        splits, per = registry.stream_splits(cfg, m, n, k, resident)
+        assert per % warps == 0 and per <= cfg.block_k
+        assert (splits - 1) * per < k <= splits * per, "no empty slice, none missing"
+        blocks = -(-n // cfg.block_n) * -(-m // cfg.block_m)
+        if splits > -(-k // cfg.block_k):  # more slices than the deepest allow: only to fill the GPU,
+            assert splits * blocks <= resident       # in one wave, no slice shallower than the floor asks
+            assert splits <= -(-k // registry.STREAM_MIN_SLICE)
+
+
+def test_streaming_configs_are_checked_by_the_one_validator():
+    lim = arch.offline("sm_75")
+    bad = configs.parse("x", {"block_m": 9, "block_n": 128, "block_k": 500, "warp_m": 9, "warp_n": 128,
+                              "stages": 8, "threads": 256})
+    found = " ".join(configs.problems(bad, GEMV, lim))
+    assert "block_n and warp_n must be 256" in found and "block_m 9" in found
+    bad = configs.parse("y", {"block_m": 1, "block_n": 256, "block_k": 500, "warp_m": 1, "warp_n": 256,
+                              "stages": 8, "threads": 256})
+    assert any("multiple of the 8 warps" in p for p in configs.problems(bad, GEMV, lim))
+
+
+# ---------------------------------------------------------------------------------- on the GPU
+
+def rand(*shape, gen, dtype=torch.float16):
+    return torch.randn(*shape, device="cuda", dtype=dtype, generator=gen)
+
+
+def check(a, b, out_dtype, **kw):
+    out = torch.full((a.shape[0], b.shape[1]), float("nan"), device="cuda", dtype=out_dtype)
+    assert zoo.mm(a, b, out=out, **kw) is out
+    res = bench.verify(a, b, out)
+    assert res.ok, f"{kw} {tuple(a.shape)}x{tuple(b.shape)} -> {out_dtype}: {res.describe()}"
+    return out
+
+
+def _needs_gpu():
+    lim = gemm.device_limits(torch.cuda.current_device())
+    if not GEMV.runs_on(lim.cc):
+        pytest.skip(f"{GEMV.name} runs on CC {GEMV.eligible_ccs()}")
+    return lim
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_streaming_kernel_rows_tails_and_slices(dtype):
+    """M of 1-9 and 17 (row groups), N off the 8-column chunks and off a block, K of 1 to many
+    slices, every output dtype; each against float64 with NaN-poisoned outputs."""
+    lim = _needs_gpu()
+    if dtype == "bfloat16" and lim.cc < (8, 0):
+        pytest.skip("bf16 needs CC 8.0")
+    gen = torch.Generator(device="cuda").manual_seed(31)
+    t = getattr(torch, dtype)
+    for m in (1, 2, 3, 4, 5, 8, 9, 17):
+        for n, k in ((8, 1), (264, 7), (4096, 4096), (1000, 513), (4095, 300), (13, 20000)):
+            for out_dtype in (t, torch.float32):
+                check(rand(m, k, gen=gen, dtype=t), rand(k, n, gen=gen, dtype=t), out_dtype, kernel=GEMV.name)
+
+
+@pytest.mark.gpu
+def test_split_k_leaves_the_counters_at_zero_and_sums_in_order():
+    """1 x 4096 x 4096 in many K slices; calls back to back on a stream share its counters (each launch leaves them zero) and give the same bits each time
+    (the slices are added in split order)."""
+    _needs_gpu()
+    gen = torch.Generator(device="cuda").manual_seed(37)
+    a, b = rand(1, 4096, gen=gen), rand(4096, 4096, gen=gen)
+    plan = gemm.plan_call(a, b, None, GEMV.name, None, None, None)
+    assert plan.launch.grid[1] > 1
+    outs = [torch.full((1, 4096), float("nan"), device="cuda", dtype=torch.float16) for _ in range(5)]
+    for out in outs:
+        zoo.mm(a, b, out=out, kernel=GEMV.name)
+    torch.cuda.synchronize()
+    assert bench.verify(a, b, outs[0]).ok
+    assert all(torch.equal(outs[0], o) for o in outs[1:])
+    stream = gemm.current_stream(torch.cuda.current_device())
+    kept = gemm._workspaces[(torch.cuda.current_device(), stream)]
+    assert not kept.counters.any()
+
+
+@pytest.mark.gpu
+def test_streaming_kernel_from_a_graph_and_on_two_streams():
+    _needs_gpu()
+    gen = torch.Generator(device="cuda").manual_seed(41)
+    a, b = rand(2, 8192, gen=gen), rand(8192, 2048, gen=gen)
+    out = torch.empty(2, 2048, device="cuda", dtype=torch.float16)
+    zoo.mm(a, b, out=out, kernel=GEMV.name)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        zoo.mm(a, b, out=out, kernel=GEMV.name)
+    for _ in range(2):
+        a.copy_(rand(2, 8192, gen=gen))
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert bench.verify(a, b, out).ok
+    streams = [torch.cuda.Stream() for _ in range(2)]
+    outs = [torch.full((2, 2048), float("nan"), device="cuda", dtype=torch.float16) for _ in streams]
+    torch.cuda.synchronize()
+    for s, o in zip(streams, outs):  # each stream its own workspace: no count meets another's
+        with torch.cuda.stream(s):
+            for _ in range(3):
+                zoo.mm(a, b, out=o, kernel=GEMV.name)
+    torch.cuda.synchronize()
+    for o in outs:
+        assert bench.verify(a, b, o).ok
+
+
+@pytest.mark.gpu
+def test_streaming_kernel_refuses_what_it_cannot_launch():
+    _needs_gpu()
+    a, b = torch.randn(65536, 1, device="cuda", dtype=torch.float16), torch.randn(1, 8, device="cuda", dtype=torch.float16)
+    with pytest.raises(zoo.ZooError, match="at most 65535 rows"):
+        zoo.mm(a, b, kernel=GEMV.name, config="1x256")
+    a3, b3 = torch.randn(3, 1, 64, device="cuda", dtype=torch.float16), torch.randn(3, 64, 64, device="cuda", dtype=torch.float16)
+    with pytest.raises(zoo.ZooError, match="use mode='streams'"):
+        zoo.bmm(a3, b3, kernel=GEMV.name)
+    out = zoo.bmm(a3, b3, kernel=GEMV.name, mode="streams")
+    torch.cuda.synchronize()
+    for i in range(3):
+        assert bench.verify(a3[i], b3[i], out[i]).ok
