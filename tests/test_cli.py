@@ -120,6 +120,17 @@ def test_explain_reads_the_cubin_and_the_arch_table():
     assert by_name["128x128"]["limiter"] == "shared memory"  # 37 KiB: one block in the T4's 64 KiB
 
 
+def test_explain_a_streaming_kernel_counts_its_blocks_on_ffma():
+    rc, out, err = run("explain", "sm75_gemv_stream", "-n", "4096", "-k", "4096", "--json", "-")
+    assert rc == 0, err
+    data = json.loads(out)
+    assert data["m"] == 1 and data["chosen"] == "1x256"                  # one row unless -m says more
+    assert data["ridge_flop_per_byte"] == pytest.approx(8.1e12 / 320e9)   # the T4's FFMA roofline, not its tensor cores
+    one = {c["config"]: c for c in data["configs"]}["1x256"]
+    slots = one["blocks_per_sm"] * 40
+    assert 16 < one["tiles"] <= slots and one["waves"] <= 1   # 16 column blocks x K slices: one wave
+
+
 def test_explain_refuses_what_a_kernel_cannot_do():
     rc, _, err = run("explain", "sm90_gemm_tma_wgmma", "--arch", "sm_75")
     assert rc == 1 and "builds for sm_90a, not sm_75" in err

@@ -191,6 +191,7 @@ def cmd_explain(args) -> int:
         err_console.print("zoo explain: name a kernel (zoo list), or --conv N,C,H,W,K,R,S[,stride,padding,dilation]")
         return EXIT_FAIL
     spec = registry.kernel(args.kernel)
+    args.m = args.m or (1 if spec.max_m else 4096)  # a streaming kernel is for a few rows
     target = args.arch or spec.offline_archs[0]
     if target not in spec.offline_archs:
         err_console.print(f"zoo explain: {spec.name} builds for {', '.join(spec.offline_archs)}, not {target}")
@@ -921,7 +922,7 @@ def parser() -> argparse.ArgumentParser:
                    help="instead: the GEMM this convolution becomes, and what one A tile reads")
     s.add_argument("--arch", choices=arch.OFFLINE_ARCHS, help="target (default: the kernel's first offline arch)")
     s.add_argument("--config", help="only this config")
-    s.add_argument("-m", type=int, default=4096)
+    s.add_argument("-m", type=int, default=None, help="rows of C (4096; 1 for a streaming kernel)")
     s.add_argument("-n", type=int, default=4096)
     s.add_argument("-k", type=int, default=4096)
     s.add_argument("--out-dtype", choices=("fp16", "fp32"), help="output dtype (fp16)")

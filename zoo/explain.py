@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from . import configs as cfgs
 from . import cuda, sass
 from .arch import ArchLimits
-from .registry import ELEMENT_BYTES, KernelSpec, Problem
+from .registry import ELEMENT_BYTES, KernelSpec, Problem, stream_splits
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,10 @@ def pipeline_depth(spec: KernelSpec, cfg: cfgs.TileConfig) -> str:
 
 
 def math_of(spec: KernelSpec, problem: Problem) -> str:
-    """fp16 / bf16 run on fp16-rate tensor cores, fp32 on TF32 ones or on the CUDA cores."""
+    """fp16 / bf16 run on fp16-rate tensor cores (the streaming kernel: FFMA on the CUDA cores),
+    fp32 on TF32 ones or on the CUDA cores."""
+    if spec.max_m:
+        return "fp32"
     if problem.dtype != "float32":
         return "fp16"
     return "tf32" if spec.tf32 else "fp32"
@@ -136,6 +139,8 @@ def explain(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits, problem:
     smem = spec.smem_bytes(cfg) + res.static_smem
     occ = sass.occupancy(limits, cfg.threads, res.registers, smem)
     tiles = cfg.tiles(problem.m, problem.n)
+    if spec.max_m:  # a streaming kernel's blocks: column blocks x K slices x row groups
+        tiles = tiles * stream_splits(cfg, problem.m, problem.n, problem.k, occ.blocks_per_sm * limits.sm_count)[0]
     in_bytes, out_bytes = ELEMENT_BYTES[problem.dtype], ELEMENT_BYTES[problem.out_dtype]
     m, n, k = problem.m, problem.n, problem.k
     return Explanation(

@@ -62,5 +62,6 @@ SM75_GEMV = KernelSpec(
     split_k=True,
     max_m=GEMV_MAX_ROWS,
     grouped=False,
-    pipeline="{stages} 16-byte loads of B in flight per lane, issued a round at a time before its FFMAs",
+    pipeline="rounds of {stages} 16-byte loads of B per lane, the next round loaded into registers while "
+             "the FFMAs run on this one (the first before A's slice is staged)",
 )
