@@ -66,6 +66,16 @@ def test_stream_splits_cover_k_in_whole_rounds(cfg):
             assert splits <= -(-k // registry.STREAM_MIN_SLICE)
 
 
+def test_stream_splits_without_room_to_fill_and_past_the_grid():
+    cfg = GEMV.config("1x256")
+    assert registry.stream_splits(cfg, 1, 4096, 4096, 0) == (8, 512)      # sharing the GPU: block_k's count
+    assert registry.stream_splits(cfg, 1, 4096, 65, 10_000) == (2, 40)     # at most ceil(K / 64) slices
+    deepest = registry.MAX_GRID_Y * cfg.block_k
+    assert registry.stream_splits(cfg, 1, 8, deepest, 0)[0] == registry.MAX_GRID_Y
+    with pytest.raises(zoo.ZooError, match="the grid holds 65535"):
+        registry.stream_splits(cfg, 1, 8, deepest + 1, 0)
+
+
 def test_streaming_configs_are_checked_by_the_one_validator():
     lim = arch.offline("sm_75")
     bad = configs.parse("x", {"block_m": 9, "block_n": 128, "block_k": 500, "warp_m": 9, "warp_n": 128,
@@ -115,9 +125,10 @@ def test_streaming_kernel_rows_tails_and_slices(dtype):
 
 
 @pytest.mark.gpu
-def test_split_k_leaves_the_counters_at_zero_and_sums_in_order():
-    """1 x 4096 x 4096 in many K slices; calls back to back on a stream share its counters (each launch leaves them zero) and give the same bits each time
-    (the slices are added in split order)."""
+def test_split_k_leaves_the_counters_at_zero_and_gives_the_same_bits():
+    """1 x 4096 x 4096 in many K slices; calls back to back on a stream share its counters
+    (each launch leaves them zero) and give the same bits each time, whichever block of a
+    column comes last (it adds the slices in split order)."""
     _needs_gpu()
     gen = torch.Generator(device="cuda").manual_seed(37)
     a, b = rand(1, 4096, gen=gen), rand(4096, 4096, gen=gen)
@@ -165,11 +176,14 @@ def test_streaming_kernel_from_a_graph_and_on_two_streams():
 
 @pytest.mark.gpu
 def test_streaming_kernel_refuses_what_it_cannot_launch():
+    """Past the grid's row groups, and a one-launch bmm: a ZooError before anything runs; the
+    streams mode (a launch per GEMM, sharing the GPU: no extra K slices) runs it."""
     _needs_gpu()
-    a, b = torch.randn(65536, 1, device="cuda", dtype=torch.float16), torch.randn(1, 8, device="cuda", dtype=torch.float16)
+    gen = torch.Generator(device="cuda").manual_seed(43)
+    a, b = rand(65536, 1, gen=gen), rand(1, 8, gen=gen)
     with pytest.raises(zoo.ZooError, match="at most 65535 rows"):
         zoo.mm(a, b, kernel=GEMV.name, config="1x256")
-    a3, b3 = torch.randn(3, 1, 64, device="cuda", dtype=torch.float16), torch.randn(3, 64, 64, device="cuda", dtype=torch.float16)
+    a3, b3 = rand(3, 1, 4096, gen=gen), rand(3, 4096, 64, gen=gen)
     with pytest.raises(zoo.ZooError, match="use mode='streams'"):
         zoo.bmm(a3, b3, kernel=GEMV.name)
     out = zoo.bmm(a3, b3, kernel=GEMV.name, mode="streams")

@@ -527,7 +527,8 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
     with torch.cuda.device(device_index):  # compiling loads a module: in the right context
         fn = compiled(spec, cfg, _dtype_name(a.dtype), _dtype_name(c.dtype), device_index)
         if spec.max_m:
-            return _plan_stream(spec, cfg, fn, device_index, a, b, c, k, lda, ldb, splits)
+            return _plan_stream(spec, cfg, fn, device_index, a, b, c, k, lda, ldb, splits,
+                                alone=shared_units is None)
         resident = _resident_clusters(spec, cfg, fn, device_index)
         alone = shared_units is None
         if not alone and resident:
@@ -572,18 +573,21 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
 
 
 def _plan_stream(spec: KernelSpec, cfg: TileConfig, fn: cuda.Function, device_index: int, a: torch.Tensor,
-                 b: torch.Tensor, c: torch.Tensor, k: int, lda: int, ldb: int, splits: int | None) -> Launch:
+                 b: torch.Tensor, c: torch.Tensor, k: int, lda: int, ldb: int, splits: int | None,
+                 alone: bool = True) -> Launch:
     """plan_launch for a streaming kernel (spec.max_m; kernels/sm75/gemv_stream.cu): a grid of
     column blocks x K slices x row groups, the slices added through the split-K workspace.
-    splits: by hand (zoo tune), else registry.stream_splits; never slices over block_k rows."""
-    m, n = c.shape
+    splits: by hand (a probe), else registry.stream_splits; either way no slice is over
+    block_k rows (a count that asks for deeper ones gets more). alone=False: the launch shares
+    the GPU with others (the streams mode), so it is not sliced further to fill it."""
     if c.dim() != 2:
         raise ZooError(f"{spec.name} takes one GEMM per launch")
+    m, n = c.shape
     row_groups = -(-m // cfg.block_m)
     if row_groups > GEMV_MAX_ROW_GROUPS:
         raise ZooError(f"{spec.name} [{cfg.name}] computes at most {GEMV_MAX_ROW_GROUPS * cfg.block_m} rows "
                        f"(it is for skinny GEMMs), got M={m}")
-    resident = cuda.max_active_blocks(fn, cfg.threads) * device_limits(device_index).sm_count
+    resident = cuda.max_active_blocks(fn, cfg.threads) * device_limits(device_index).sm_count if alone else 0
     auto_splits, per = registry.stream_splits(cfg, m, n, k, resident)
     if splits is not None and splits != auto_splits:
         per = min(-(-k // max(splits, 1)), cfg.block_k)

@@ -375,19 +375,24 @@ def skinny_choice(limits: ArchLimits, problem: Problem, chosen: KernelSpec) -> K
 
 
 # A streaming launch's K slices: as many blocks as the GPU holds at once (one wave, each block
-# streaming its slice), no slice under STREAM_MIN_SLICE rows of B, none over the config's block_k.
+# streaming its slice), no more slices than make STREAM_MIN_SLICE rows of B each, none over
+# the config's block_k rows, and at most MAX_GRID_Y of them (the grid's y dimension).
 STREAM_MIN_SLICE = 64
+MAX_GRID_Y = 65535
 
 
 def stream_splits(c: cfgs.TileConfig, m: int, n: int, k: int, resident_blocks: int) -> tuple[int, int]:
     """(splits, rows of K per split) for a streaming kernel's launch: the blocks of
     ceil(N / block_n) column blocks x ceil(M / block_m) row groups, times the splits, fit the
-    `resident_blocks` the GPU holds at once (no second wave for a few blocks); a slice is at
-    most block_k rows and, unless that forces more, at least STREAM_MIN_SLICE; slices are
-    whole rounds of the block's warps."""
+    `resident_blocks` the GPU holds at once (no second wave for a few blocks; 0: no more
+    slices than block_k forces, as for a launch that shares the GPU); no more slices than
+    ceil(K / STREAM_MIN_SLICE) unless block_k forces more; slices are whole rounds of the
+    block's warps. A K that needs more than MAX_GRID_Y slices is a ZooError."""
     blocks = -(-n // c.block_n) * -(-m // c.block_m)
     warps = max(c.threads // 32, 1)
     fewest = -(-k // c.block_k)
+    if fewest > MAX_GRID_Y:
+        raise ZooError(f"K={k} needs {fewest} slices of at most {c.block_k} rows; the grid holds {MAX_GRID_Y}")
     wanted = min(resident_blocks // blocks, -(-k // STREAM_MIN_SLICE))
     splits = max(fewest, wanted, 1)
     per = -(-(-(-k // splits)) // warps) * warps
