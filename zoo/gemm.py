@@ -15,7 +15,7 @@ from . import arch, bench, cuda, overlap, registry, tune
 from .configs import TileConfig
 from .cuda import ZooError
 from .registry import INT32_MAX, KernelSpec, Problem
-from .specs.gemv import GEMV_MAX_ROW_GROUPS
+from .specs.gemv import GEMV_GRID_YZ
 
 DTYPE_NAMES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32"}
 INPUT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -584,8 +584,8 @@ def _plan_stream(spec: KernelSpec, cfg: TileConfig, fn: cuda.Function, device_in
         raise ZooError(f"{spec.name} takes one GEMM per launch")
     m, n = c.shape
     row_groups = -(-m // cfg.block_m)
-    if row_groups > GEMV_MAX_ROW_GROUPS:
-        raise ZooError(f"{spec.name} [{cfg.name}] computes at most {GEMV_MAX_ROW_GROUPS * cfg.block_m} rows "
+    if row_groups > GEMV_GRID_YZ:
+        raise ZooError(f"{spec.name} [{cfg.name}] computes at most {GEMV_GRID_YZ * cfg.block_m} rows "
                        f"(it is for skinny GEMMs), got M={m}")
     resident = cuda.max_active_blocks(fn, cfg.threads) * device_limits(device_index).sm_count if alone else 0
     auto_splits, per = registry.stream_splits(cfg, m, n, k, resident)

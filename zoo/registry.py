@@ -13,6 +13,7 @@ from .arch import ArchLimits
 from .cuda import ZooError
 from .sass import occupancy
 from .specs import KERNELS, ELEMENT_BYTES, KernelSpec, stacks  # noqa: F401 - re-exported
+from .specs.gemv import GEMV_GRID_YZ
 from .specs import (SM75_CONV, SM75_GEMV, SM75_HGEMM, SM75_HMMA, SM75_SGEMM, SM80_CONV, SM80_GEMM,  # noqa: F401
                     SM90_CONV, SM90_GEMM, SM90_TF32)
 
@@ -378,7 +379,7 @@ def skinny_choice(limits: ArchLimits, problem: Problem, chosen: KernelSpec) -> K
 # streaming its slice), no more slices than make STREAM_MIN_SLICE rows of B each, none over
 # the config's block_k rows, and at most MAX_GRID_Y of them (the grid's y dimension).
 STREAM_MIN_SLICE = 64
-MAX_GRID_Y = 65535
+MAX_GRID_Y = GEMV_GRID_YZ
 
 
 def stream_splits(c: cfgs.TileConfig, m: int, n: int, k: int, resident_blocks: int) -> tuple[int, int]:

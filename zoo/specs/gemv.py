@@ -12,7 +12,7 @@ from .base import KernelSpec
 GEMV_LANE_COLS = 8       # a lane's columns: one 16-byte chunk of a B row
 GEMV_BLOCK_COLS = 256    # BN in the kernel: 32 lanes x 8 columns
 GEMV_MAX_ROWS = 8        # ROWS x 8 accumulators a lane
-GEMV_MAX_ROW_GROUPS = 65535  # grid z: one per block_m rows of C
+GEMV_GRID_YZ = 65535    # CUDA's limit on grid y (the K slices) and z (row groups of block_m rows)
 
 
 def _gemv_warps(c: cfgs.TileConfig) -> int:
