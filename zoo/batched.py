@@ -344,7 +344,7 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
     whole = (a, b, out) if mode == "batched" and isinstance(out, torch.Tensor) and len(a_list) == a.shape[0] \
         else None
     plan = _plan(a_list, b_list, outs, out_dtype, kernel, config, zeros, whole)
-    if mode != "streams" and not plan.spec.grouped and not (plan.whole and plan.spec.tma_boxes):
+    if mode != "streams" and not plan.spec.grouped:
         raise ZooError(f"{plan.spec.name} has no {mode} launch (one GEMM per launch); use mode='streams'")
     _run(plan, mode, streams)  # eager, and the warm-up a capture needs (compile, tables)
     # Kept for replay: one-launch calls into the caller's `out` with nothing to copy or zero

@@ -15,7 +15,6 @@ from . import arch, bench, cuda, overlap, registry, tune
 from .configs import TileConfig
 from .cuda import ZooError
 from .registry import INT32_MAX, KernelSpec, Problem
-from .specs.gemv import GEMV_GRID_YZ
 
 DTYPE_NAMES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32"}
 INPUT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -583,16 +582,12 @@ def _plan_stream(spec: KernelSpec, cfg: TileConfig, fn: cuda.Function, device_in
     if c.dim() != 2:
         raise ZooError(f"{spec.name} takes one GEMM per launch")
     m, n = c.shape
-    row_groups = -(-m // cfg.block_m)
-    if row_groups > GEMV_GRID_YZ:
-        raise ZooError(f"{spec.name} [{cfg.name}] computes at most {GEMV_GRID_YZ * cfg.block_m} rows "
-                       f"(it is for skinny GEMMs), got M={m}")
-    resident = cuda.max_active_blocks(fn, cfg.threads) * device_limits(device_index).sm_count if alone else 0
-    auto_splits, per = registry.stream_splits(cfg, m, n, k, resident)
+    resident = fn.resident_clusters(cfg.threads, 1, device_limits(device_index).sm_count) if alone else 0
+    auto_splits, per = registry.stream_splits(cfg, m, n, k, resident)  # raises past the grid's limits
     if splits is not None and splits != auto_splits:
         per = min(-(-k // max(splits, 1)), cfg.block_k)
     splits = -(-k // per)
-    grid = (-(-n // cfg.block_n), splits, row_groups)
+    grid = (-(-n // cfg.block_n), splits, -(-m // cfg.block_m))
     args = [(a.data_ptr(), cuda.POINTER), (b.data_ptr(), cuda.POINTER), (c.data_ptr(), cuda.POINTER),
             (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32), (lda, cuda.INT32), (ldb, cuda.INT32),
             (max(c.stride(0), 1), cuda.INT32), (per, cuda.INT32), (0, cuda.POINTER), (0, cuda.POINTER)]

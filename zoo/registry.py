@@ -388,7 +388,10 @@ def stream_splits(c: cfgs.TileConfig, m: int, n: int, k: int, resident_blocks: i
     `resident_blocks` the GPU holds at once (no second wave for a few blocks; 0: no more
     slices than block_k forces, as for a launch that shares the GPU); no more slices than
     ceil(K / STREAM_MIN_SLICE) unless block_k forces more; slices are whole rounds of the
-    block's warps. A K that needs more than MAX_GRID_Y slices is a ZooError."""
+    block's warps. An M of more than MAX_GRID_Y row groups, or a K that needs more than
+    MAX_GRID_Y slices, is a ZooError."""
+    if -(-m // c.block_m) > MAX_GRID_Y:
+        raise ZooError(f"[{c.name}] computes at most {MAX_GRID_Y * c.block_m} rows (it is for skinny GEMMs), got M={m}")
     blocks = -(-n // c.block_n) * -(-m // c.block_m)
     warps = max(c.threads // 32, 1)
     fewest = -(-k // c.block_k)

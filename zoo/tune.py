@@ -126,7 +126,7 @@ def candidates(device_index: int, problem) -> list[tuple[object, object, int | N
             if configs.problems(cfg, spec, limits):
                 continue
             splits = [None]
-            if spec.split_k and not spec.max_m:  # a streaming kernel's slices are not K-tiles: its own rule
+            if spec.split_k:
                 k_tiles = -(-problem.k // cfg.block_k)
                 splits += [s for s in (1, 2, 3, 4) if k_tiles // s >= registry.MIN_SPLIT_K_TILES]
             out += [(spec, cfg, s) for s in splits]

@@ -59,7 +59,6 @@ SM75_GEMV = KernelSpec(
                     (r"\b(LDL|STL)\b", "LDL/STL (local memory)")),
     description="skinny M (1-8 rows): B streamed over every SM in 16-byte loads, FFMA, split K reduced in order",
     thread_layout=lambda c: (c.threads, f"{c.threads // 32} warps along K, each all {c.block_n} columns"),
-    split_k=True,
     max_m=GEMV_MAX_ROWS,
     grouped=False,
     pipeline="rounds of {stages} 16-byte loads of B per lane, the next round loaded into registers while "
