@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import bench, gemm, overlap, registry
+from . import bench, cuda, gemm, overlap, registry
 from .cuda import ZooError
 
 MODES = ("streams", "batched", "grouped")
@@ -369,9 +369,11 @@ class _FastBatch:
     """An eager tensor call's launch(es), worked out once per layout (shapes, strides, dtypes,
     device, alignment, options) as zoo.mm's: a later call patches the addresses and fires.
     The batched mode's one launch takes the batch's base addresses (its 3-D tensor maps
-    carry the matrix strides); the streams mode's launches take each matrix's."""
+    carry the matrix strides); the streams mode's launches take each matrix's, each fired
+    at its side stream's raw handle (no stream switch) between a fork and a join made once."""
     launches: list             # gemm.Launch: one (batched), or one per GEMM (streams)
-    pool: list | None          # the streams mode's streams
+    sides: list | None         # the streams mode's raw stream handles, GEMM i on sides[i % len]
+    fork: cuda.StreamFork | None
     shape: tuple
     out_dtype: torch.dtype
     steps: tuple[int, int, int]      # bytes from one matrix of a, b, out to the next
@@ -381,10 +383,13 @@ class _FastBatch:
     def of(plan: _Plan, a, b, out) -> "_FastBatch":
         """After _run(plan): its launch(es), and the streams mode's streams."""
         launches = [plan.launch] if plan.whole else plan.launches
-        pool = None if plan.whole else plan.pool
+        sides = fork = None
+        if not plan.whole:
+            sides = [s.cuda_stream for s in plan.pool]
+            fork = _stream_fork(plan.device_index, sides)
         size = lambda t: t.element_size() * (t.stride(0) if t.shape[0] > 1 else 0)  # noqa: E731
         extent = lambda t: overlap.span(t)[1] - t.data_ptr() if t.numel() else 0  # noqa: E731
-        return _FastBatch(launches, pool, tuple(out.shape), out.dtype, (size(a), size(b), size(out)),
+        return _FastBatch(launches, sides, fork, tuple(out.shape), out.dtype, (size(a), size(b), size(out)),
                           (extent(a), extent(b), extent(out)))
 
     def run(self, a, b, out):
@@ -398,24 +403,36 @@ class _FastBatch:
         ea, eb, ec = self.extents
         if out is not None and ((pa < pc + ec and pc < pa + ea) or (pb < pc + ec and pc < pb + eb)):
             return None
-        if self.pool is None:
+        if self.sides is None:
             self.launches[0].fire_at(pa, pb, pc)
         else:
-            device_index = self.launches[0].device_index
-            current = torch.cuda.current_stream(device_index)
-            _fork(current, self.pool, len(self.launches))
+            # The join orders the caller's stream after every side's work: memory the caller
+            # frees after this call (a, b, c) is reused, on the caller's stream, only after it,
+            # so no record_stream is needed.
+            current = gemm.current_stream(self.launches[0].device_index)
             sa, sb, sc = self.steps
-            for i, launch in enumerate(self.launches):
-                side = self.pool[i % len(self.pool)]
-                with torch.cuda.stream(side):
-                    launch.fire_at(pa + i * sa, pb + i * sb, pc + i * sc)
-            _join(current, self.pool, len(self.launches))
-            for t in (a, b, c):  # the caching allocator must not hand these out before the streams are done
-                for side in self.pool:
-                    t.record_stream(side)
+            sides = self.sides
+            with self.fork.lock:  # one call's fork, launches and join at a time (shared events)
+                self.fork.fork(current)
+                for i, launch in enumerate(self.launches):
+                    launch.fire_at(pa + i * sa, pb + i * sb, pc + i * sc, sides[i % len(sides)])
+                self.fork.join(current)
         if out is not None:
             torch.autograd.graph.increment_version(out)
         return c
+
+
+_forks: dict[tuple, cuda.StreamFork] = {}
+
+
+def _stream_fork(device_index: int, sides: list[int]) -> cuda.StreamFork:
+    """One fork and join (its events) per device and set of side streams: the pool's streams
+    live as long as the process, so these are few and never freed."""
+    key = (device_index, tuple(sides))
+    fork = _forks.get(key)
+    if fork is None:
+        fork = _forks[key] = cuda.StreamFork(device_index, sides)
+    return fork
 
 
 def _through_ops(a, b, mode, streams, graph, out_dtype, kernel, config, out):

@@ -16,6 +16,7 @@ import re
 import sys
 import tempfile
 import threading
+from typing import NamedTuple
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -387,7 +388,15 @@ def device_context(device_index: int):
         _check(driver.cuCtxPopCurrent(), "cuCtxPopCurrent")
 
 
-_HOT: list = []  # [the three entry points, or None], once resolved
+class _Hot(NamedTuple):
+    launch: object        # cuLaunchKernel
+    get_context: object   # cuCtxGetCurrent
+    launch_ex: object     # cuLaunchKernelEx
+    event_record: object  # cuEventRecord
+    stream_wait: object   # cuStreamWaitEvent
+
+
+_HOT: list = []  # [_Hot, or None], once resolved
 
 
 def _resolve_hot():
@@ -395,29 +404,92 @@ def _resolve_hot():
     return _HOT[0]
 
 
-def _hot_entry_points():
-    """cuLaunchKernel, cuCtxGetCurrent and cuLaunchKernelEx as ctypes functions, from the
-    driver's own entry points (cuGetProcAddress): the calls every launch makes. cuda.bindings'
-    wrappers of them cost ~3 us each on the lent host, as much as the rest of a small call;
-    these cost a tenth. None (use the wrappers) where the driver does not give them."""
+def _hot_entry_points() -> "_Hot | None":
+    """The driver calls every launch (and the streams mode's fork and join) makes, as ctypes
+    functions from the driver's own entry points (cuGetProcAddress). cuda.bindings' wrappers
+    of them cost ~3 us each on the lent host, as much as the rest of a small call; these cost
+    a tenth. None (use the wrappers) where the driver does not give them."""
     driver, _ = _bindings()
+    names = [f.encode() for f in ("cuLaunchKernel", "cuCtxGetCurrent", "cuLaunchKernelEx", "cuEventRecord",
+                                  "cuStreamWaitEvent")]
     try:
         _check(driver.cuInit(0), "cuInit")
         version = _check(driver.cuDriverGetVersion(), "cuDriverGetVersion")
         flags = driver.CUdriverProcAddress_flags.CU_GET_PROC_ADDRESS_DEFAULT
-        launch = _check(driver.cuGetProcAddress(b"cuLaunchKernel", version, flags), "cuGetProcAddress")
-        current = _check(driver.cuGetProcAddress(b"cuCtxGetCurrent", version, flags), "cuGetProcAddress")
-        launch_ex = _check(driver.cuGetProcAddress(b"cuLaunchKernelEx", version, flags), "cuGetProcAddress")
+        found = [_check(driver.cuGetProcAddress(name, version, flags), "cuGetProcAddress") for name in names]
     except ZooError:
         return None
-    launch, current, launch_ex = (v[0] if isinstance(v, tuple) else v for v in (launch, current, launch_ex))
-    if not launch or not current or not launch_ex:
+    found = [v[0] if isinstance(v, tuple) else v for v in found]
+    if not all(found):
         return None
-    u32, ptr = ctypes.c_uint, ctypes.c_void_p
-    launch_type = ctypes.CFUNCTYPE(ctypes.c_int, ptr, u32, u32, u32, u32, u32, u32, u32, ptr, ptr, ptr)
-    current_type = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ptr))
-    launch_ex_type = ctypes.CFUNCTYPE(ctypes.c_int, ptr, ptr, ptr, ptr)
-    return launch_type(int(launch)), current_type(int(current)), launch_ex_type(int(launch_ex))
+    u32, ptr, status = ctypes.c_uint, ctypes.c_void_p, ctypes.c_int
+    types = (ctypes.CFUNCTYPE(status, ptr, u32, u32, u32, u32, u32, u32, u32, ptr, ptr, ptr),
+             ctypes.CFUNCTYPE(status, ctypes.POINTER(ptr)),
+             ctypes.CFUNCTYPE(status, ptr, ptr, ptr, ptr),
+             ctypes.CFUNCTYPE(status, ptr, ptr),
+             ctypes.CFUNCTYPE(status, ptr, ptr, u32))
+    return _Hot(*(kind(int(address)) for kind, address in zip(types, found)))
+
+
+class StreamFork:
+    """Side streams that fork from a caller's stream and join it again, through events made
+    once: each side's work waits for the caller's work so far, and the caller's later work
+    for every side's. torch's Stream and Event objects, made or looked up per call, cost
+    several microseconds each on the lent host."""
+
+    def __init__(self, device_index: int, sides: list[int]):
+        driver, _ = _bindings()
+        flags = driver.CUevent_flags.CU_EVENT_DISABLE_TIMING
+        with device_context(device_index) as ctx:
+            self.context = int(ctx)
+            self.events = [_check(driver.cuEventCreate(int(flags)), "cuEventCreate") for _ in range(len(sides) + 1)]
+        self.device_index, self.sides = device_index, list(sides)
+        self._handles = [int(e) for e in self.events]
+        self.lock = threading.Lock()  # a caller holds it from fork to join: the events are shared
+
+    def fork(self, stream: int) -> None:
+        self._record(self._handles[0], stream)
+        for side in self.sides:
+            self._wait(side, self._handles[0])
+
+    def join(self, stream: int) -> None:
+        for side, event in zip(self.sides, self._handles[1:]):
+            self._record(event, side)
+            self._wait(stream, event)
+
+    def _record(self, event: int, stream: int) -> None:
+        hot = self._hot()
+        if hot is not None:
+            _check_status(hot.event_record(event, stream), "cuEventRecord")
+            return
+        driver, _ = _bindings()
+        with device_context(self.device_index):
+            _check(driver.cuEventRecord(driver.CUevent(event), driver.CUstream(stream)), "cuEventRecord")
+
+    def _wait(self, stream: int, event: int) -> None:
+        hot = self._hot()
+        if hot is not None:
+            _check_status(hot.stream_wait(stream, event, 0), "cuStreamWaitEvent")
+            return
+        driver, _ = _bindings()
+        with device_context(self.device_index):
+            _check(driver.cuStreamWaitEvent(driver.CUstream(stream), driver.CUevent(event), 0), "cuStreamWaitEvent")
+
+    def _hot(self) -> "_Hot | None":
+        """The ctypes entry points, where the events' context is current on this thread."""
+        hot = _HOT[0] if _HOT else _resolve_hot()
+        if hot is None:
+            return None
+        current = ctypes.c_void_p()
+        hot.get_context(ctypes.byref(current))
+        return hot if current.value == self.context else None
+
+
+def _check_status(status: int, call: str, **ctx) -> None:
+    """Raise ZooCudaError for a ctypes entry point's nonzero CUresult."""
+    if status:
+        driver, _ = _bindings()
+        _check((driver.CUresult(status),), call, **ctx)
 
 
 def current_context() -> int:
@@ -521,7 +593,7 @@ class Function:
         fast = _HOT[0] if _HOT else _resolve_hot()
         extended = cluster > 1 or pdl  # launch attributes: cuLaunchKernelEx
         if fast is not None:
-            launch, get_context, launch_ex = fast
+            launch, get_context, launch_ex = fast.launch, fast.get_context, fast.launch_ex
             current = ctypes.c_void_p()
             get_context(ctypes.byref(current))
             if current.value == self.context:
@@ -531,10 +603,7 @@ class Function:
                 else:
                     status = launch(self.handle_int, grid[0], grid[1], grid[2], threads, 1, 1,
                                     self.smem_bytes, stream, args.address, None)
-                if status:
-                    driver, _ = _bindings()
-                    _check((driver.CUresult(status),), "cuLaunchKernelEx" if extended else "cuLaunchKernel",
-                           **self.ctx)
+                _check_status(status, "cuLaunchKernelEx" if extended else "cuLaunchKernel", **self.ctx)
                 return
         driver, _ = _bindings()
         with device_context(device_index):

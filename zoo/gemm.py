@@ -373,7 +373,8 @@ class Launch:
         self.stream_k = stream_k        # tail tiles spread along K (registry.stream_k_tiles)
         self.bound: tuple[int, int] | None = None  # the split-K workspace the arguments point at
 
-    def fire_at(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:
+    def fire_at(self, a_ptr: int, b_ptr: int, c_ptr: int, stream: int | None = None) -> None:
+        """stream: a raw stream handle (default: torch's current stream of the device)."""
         with self.lock:
             args, (ia, ib, ic) = self.args, self.slots
             if self.maps:
@@ -385,15 +386,16 @@ class Launch:
                 args.set(ia, a_ptr)
                 args.set(ib, b_ptr)
             args.set(ic, c_ptr)
-            self._fire()
+            self._fire(stream)
 
     def fire(self) -> None:
         """Launch on torch's current stream of the device."""
         with self.lock:
             self._fire()
 
-    def _fire(self) -> None:
-        stream = current_stream(self.device_index)
+    def _fire(self, stream: int | None = None) -> None:
+        if stream is None:
+            stream = current_stream(self.device_index)
         if self.split_k:
             bound = split_k_workspace(self.device_index, stream, *self.split_k)
             if bound != self.bound:
