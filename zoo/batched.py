@@ -351,8 +351,12 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
     # first (the launch and its table; not the plan, which holds the caller's tensors).
     if not graph and out_given and plan.launch is not None and not plan.copies and not plan.zeros:
         gemm.remember(_replays, key, (plan.launch, plan.table), _REPLAYS_KEPT)
+    # A streams-mode launch with split-K (the streaming kernel's K slices) takes its side
+    # stream's workspace with that stream current (zeroed there, or from a capture's pool):
+    # such calls keep the full path, which switches streams.
     if fast_key is not None and not plan.copies and not plan.zeros and \
-            (plan.whole or (mode == "streams" and len(plan.problems) == a.shape[0])):
+            (plan.whole or (mode == "streams" and len(plan.problems) == a.shape[0] and
+                            not any(launch.split_k for launch in plan.launches))):
         gemm.remember(_fast, fast_key, _FastBatch.of(plan, a, b, out), _REPLAYS_KEPT)
     if out_given:
         _bump(outs)
@@ -406,13 +410,13 @@ class _FastBatch:
         if self.sides is None:
             self.launches[0].fire_at(pa, pb, pc)
         else:
-            # The join orders the caller's stream after every side's work: memory the caller
-            # frees after this call (a, b, c) is reused, on the caller's stream, only after it,
-            # so no record_stream is needed.
+            # The join orders the caller's stream after every side's work, so what the caller
+            # frees after this call is safe to reuse as after any torch op on its stream (torch's
+            # own rule covers tensors made on other streams): no record_stream here.
             current = gemm.current_stream(self.launches[0].device_index)
             sa, sb, sc = self.steps
             sides = self.sides
-            with self.fork.lock:  # one call's fork, launches and join at a time (shared events)
+            with _fork_lock:  # the events and side streams are shared: one call's fork to join at a time
                 self.fork.fork(current)
                 for i, launch in enumerate(self.launches):
                     launch.fire_at(pa + i * sa, pb + i * sb, pc + i * sc, sides[i % len(sides)])
@@ -423,15 +427,17 @@ class _FastBatch:
 
 
 _forks: dict[tuple, cuda.StreamFork] = {}
+_fork_lock = threading.Lock()
 
 
 def _stream_fork(device_index: int, sides: list[int]) -> cuda.StreamFork:
     """One fork and join (its events) per device and set of side streams: the pool's streams
     live as long as the process, so these are few and never freed."""
     key = (device_index, tuple(sides))
-    fork = _forks.get(key)
-    if fork is None:
-        fork = _forks[key] = cuda.StreamFork(device_index, sides)
+    with _fork_lock:
+        fork = _forks.get(key)
+        if fork is None:
+            fork = _forks[key] = cuda.StreamFork(device_index, sides)
     return fork
 
 

@@ -16,9 +16,9 @@ import re
 import sys
 import tempfile
 import threading
-from typing import NamedTuple
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 # An installed wheel keeps the kernel sources inside the package (zoo/kernels); a checkout
 # beside it (kernels/). The package's own folder first: site-packages/kernels may be another's.
@@ -435,7 +435,8 @@ class StreamFork:
     """Side streams that fork from a caller's stream and join it again, through events made
     once: each side's work waits for the caller's work so far, and the caller's later work
     for every side's. torch's Stream and Event objects, made or looked up per call, cost
-    several microseconds each on the lent host."""
+    several microseconds each on the lent host. The events are shared: a caller holds one
+    lock from its fork to its join."""
 
     def __init__(self, device_index: int, sides: list[int]):
         driver, _ = _bindings()
@@ -445,44 +446,39 @@ class StreamFork:
             self.events = [_check(driver.cuEventCreate(int(flags)), "cuEventCreate") for _ in range(len(sides) + 1)]
         self.device_index, self.sides = device_index, list(sides)
         self._handles = [int(e) for e in self.events]
-        self.lock = threading.Lock()  # a caller holds it from fork to join: the events are shared
 
     def fork(self, stream: int) -> None:
-        self._record(self._handles[0], stream)
+        record, wait = self._calls()
+        record(self._handles[0], stream)
         for side in self.sides:
-            self._wait(side, self._handles[0])
+            wait(side, self._handles[0])
 
     def join(self, stream: int) -> None:
+        record, wait = self._calls()
         for side, event in zip(self.sides, self._handles[1:]):
-            self._record(event, side)
-            self._wait(stream, event)
+            record(event, side)
+            wait(stream, event)
 
-    def _record(self, event: int, stream: int) -> None:
-        hot = self._hot()
-        if hot is not None:
-            _check_status(hot.event_record(event, stream), "cuEventRecord")
-            return
-        driver, _ = _bindings()
-        with device_context(self.device_index):
-            _check(driver.cuEventRecord(driver.CUevent(event), driver.CUstream(stream)), "cuEventRecord")
-
-    def _wait(self, stream: int, event: int) -> None:
-        hot = self._hot()
-        if hot is not None:
-            _check_status(hot.stream_wait(stream, event, 0), "cuStreamWaitEvent")
-            return
-        driver, _ = _bindings()
-        with device_context(self.device_index):
-            _check(driver.cuStreamWaitEvent(driver.CUstream(stream), driver.CUevent(event), 0), "cuStreamWaitEvent")
-
-    def _hot(self) -> "_Hot | None":
-        """The ctypes entry points, where the events' context is current on this thread."""
+    def _calls(self):
+        """(record(event, stream), wait(stream, event)): the ctypes entry points where the
+        events' context is current on this thread, else cuda.bindings' in that context."""
         hot = _HOT[0] if _HOT else _resolve_hot()
-        if hot is None:
-            return None
-        current = ctypes.c_void_p()
-        hot.get_context(ctypes.byref(current))
-        return hot if current.value == self.context else None
+        if hot is not None:
+            current = ctypes.c_void_p()
+            hot.get_context(ctypes.byref(current))
+            if current.value == self.context:
+                return (lambda e, s: _check_status(hot.event_record(e, s), "cuEventRecord"),
+                        lambda s, e: _check_status(hot.stream_wait(s, e, 0), "cuStreamWaitEvent"))
+        driver, _ = _bindings()
+
+        def record(event: int, stream: int) -> None:
+            with device_context(self.device_index):
+                _check(driver.cuEventRecord(driver.CUevent(event), driver.CUstream(stream)), "cuEventRecord")
+
+        def wait(stream: int, event: int) -> None:
+            with device_context(self.device_index):
+                _check(driver.cuStreamWaitEvent(driver.CUstream(stream), driver.CUevent(event), 0), "cuStreamWaitEvent")
+        return record, wait
 
 
 def _check_status(status: int, call: str, **ctx) -> None:
