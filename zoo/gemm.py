@@ -374,7 +374,9 @@ class Launch:
         self.bound: tuple[int, int] | None = None  # the split-K workspace the arguments point at
 
     def fire_at(self, a_ptr: int, b_ptr: int, c_ptr: int, stream: int | None = None) -> None:
-        """stream: a raw stream handle (default: torch's current stream of the device)."""
+        """stream: a raw stream handle (default: torch's current stream of the device). A
+        split-K launch takes its workspace for that stream with torch's current stream (zeroed
+        there, or from a capture's pool): fire it with `stream` current, or without one."""
         with self.lock:
             args, (ia, ib, ic) = self.args, self.slots
             if self.maps:
