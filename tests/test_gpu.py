@@ -363,7 +363,7 @@ def test_eager_streams_mode_forks_from_and_joins_the_callers_stream(monkeypatch)
     from zoo import batched
     fast_calls = []
     run = batched._FastBatch.run
-    monkeypatch.setattr(batched._FastBatch, "run", lambda self, *args: fast_calls.append(self.sides) or run(self, *args))
+    monkeypatch.setattr(batched._FastBatch, "run", lambda self, *args: fast_calls.append(self.fork) or run(self, *args))
     gen = torch.Generator(device="cuda").manual_seed(27)
     batch, m, n, k = 6, 256, 256, 8192
     busy = rand(4096, 4096, gen=gen)
@@ -381,7 +381,7 @@ def test_eager_streams_mode_forks_from_and_joins_the_callers_stream(monkeypatch)
             err = (c.double() - ref).abs().max().item()
             torch_err = (torch.bmm(a_src, b_src).double() - ref).abs().max().item()
             assert err <= 2 * torch_err + 1e-3, (call, err, torch_err)
-    assert len(fast_calls) == 2 and all(sides for sides in fast_calls)  # calls 2 and 3 took the worked-out path
+    assert len(fast_calls) == 2 and all(fork for fork in fast_calls)  # calls 2 and 3 took the worked-out path
     torch.cuda.synchronize()
 
 
@@ -389,8 +389,8 @@ def test_streams_mode_with_split_k_in_a_users_graph():
     """The streaming kernel's K slices add up through a per-stream workspace, taken with the
     side stream current (from the capture's pool while it is captured). A streams-mode layout
     seen eagerly, then captured in the caller's own CUDA graph, must still give each launch a
-    workspace of its own: every replay right. (The eager fast path, which fires at the side
-    streams without switching to them, once shared one through the caller's stream.)"""
+    workspace of its own: every replay right. (A launch fired at a side stream's handle once
+    took it through the caller's stream: every launch shared one.)"""
     gen = torch.Generator(device="cuda").manual_seed(28)
     batch, m, n, k = 4, 4, 4096, 8192
     a, b = rand(batch, m, k, gen=gen), rand(batch, k, n, gen=gen)

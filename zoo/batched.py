@@ -49,6 +49,7 @@ class _Plan:
     launch: gemm.Launch | None = None  # the one-launch modes' launch, worked out once
     launches: list | None = None       # the streams mode's launches, one per GEMM
     pool: list | None = None           # and its streams (GEMM i on pool[i % len(pool)])
+    fork: cuda.StreamFork | None = None  # their fork from and join to the caller's stream
 
 
 _tables: OrderedDict = OrderedDict()
@@ -167,19 +168,11 @@ def _run(plan: _Plan, mode: str, streams: int | None) -> None:
     for o in plan.zeros:
         o.zero_()
     if mode == "streams":
-        current = torch.cuda.current_stream(plan.device_index)
         if plan.launches is None:
             plan.pool = _pool(plan.device_index, stream_count(streams, len(plan.problems), plan.spec.pdl))
             plan.launches = _streams_launches(plan, len(plan.pool))
-        pool = plan.pool
-        _fork(current, pool, len(plan.launches))
-        for i, (a, b, c, k, lda, ldb) in enumerate(plan.problems):
-            side = pool[i % len(pool)]
-            with torch.cuda.stream(side):
-                plan.launches[i].fire()
-            for t in (a, b, c):  # the caching allocator must not hand these out before side is done
-                t.record_stream(side)
-        _join(current, pool, len(plan.launches))
+            plan.fork = _stream_fork(plan.device_index, [s.cuda_stream for s in plan.pool])
+        _fire_streams(plan.launches, plan.fork)
     elif plan.whole:
         if plan.launch is None:
             plan.launch = gemm.plan_launch(plan.spec, plan.cfg, plan.device_index, *plan.problems[0])
@@ -205,18 +198,24 @@ def _streams_launches(plan: _Plan, streams: int) -> list[gemm.Launch]:
             for i, p in enumerate(plan.problems)]
 
 
-def _fork(current: torch.cuda.Stream, pool: list, launches: int) -> None:
-    """Side streams wait for the caller's once, before their first launch, so that each later
-    launch directly follows the one it may start under (a programmatic dependent follows the
-    kernel before it in its stream)."""
-    ready = current.record_event()
-    for side in pool[:launches]:
-        side.wait_event(ready)
-
-
-def _join(current: torch.cuda.Stream, pool: list, launches: int) -> None:
-    for side in pool[:launches]:
-        current.wait_stream(side)
+def _fire_streams(launches: list, fork: cuda.StreamFork, at=None) -> None:
+    """The streams mode's launches, GEMM i on side stream i % S, between the fork from the
+    caller's stream and the join to it: each side waits for the caller's work once, before its
+    first launch (so each later launch directly follows the one it may start under: a
+    programmatic dependent follows the kernel before it in its stream), and the caller's later
+    work waits for every side. So what the caller frees after the call is safe to reuse as
+    after any torch op on its stream (torch's own rule covers tensors made on other streams):
+    no record_stream. at(i): launch i's (A, B, C) addresses, for a worked-out call."""
+    current = gemm.current_stream(launches[0].device_index)
+    sides = fork.sides
+    with _fork_lock:  # the events and side streams are shared: one call's fork to join at a time
+        fork.fork(current)
+        for i, launch in enumerate(launches):
+            if at is None:
+                launch.fire(sides[i % len(sides)])
+            else:
+                launch.fire_at(*at(i), sides[i % len(sides)])
+        fork.join(current)
 
 
 def _fire(launch: gemm.Launch, table: torch.Tensor | None) -> None:
@@ -351,12 +350,8 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
     # first (the launch and its table; not the plan, which holds the caller's tensors).
     if not graph and out_given and plan.launch is not None and not plan.copies and not plan.zeros:
         gemm.remember(_replays, key, (plan.launch, plan.table), _REPLAYS_KEPT)
-    # A streams-mode launch with split-K (the streaming kernel's K slices) takes its side
-    # stream's workspace with that stream current (zeroed there, or from a capture's pool):
-    # such calls keep the full path, which switches streams.
     if fast_key is not None and not plan.copies and not plan.zeros and \
-            (plan.whole or (mode == "streams" and len(plan.problems) == a.shape[0] and
-                            not any(launch.split_k for launch in plan.launches))):
+            (plan.whole or (mode == "streams" and len(plan.problems) == a.shape[0])):
         gemm.remember(_fast, fast_key, _FastBatch.of(plan, a, b, out), _REPLAYS_KEPT)
     if out_given:
         _bump(outs)
@@ -376,8 +371,7 @@ class _FastBatch:
     carry the matrix strides); the streams mode's launches take each matrix's, each fired
     at its side stream's raw handle (no stream switch) between a fork and a join made once."""
     launches: list             # gemm.Launch: one (batched), or one per GEMM (streams)
-    sides: list | None         # the streams mode's raw stream handles, GEMM i on sides[i % len]
-    fork: cuda.StreamFork | None
+    fork: cuda.StreamFork | None  # the streams mode's side streams (None: one launch)
     shape: tuple
     out_dtype: torch.dtype
     steps: tuple[int, int, int]      # bytes from one matrix of a, b, out to the next
@@ -387,13 +381,10 @@ class _FastBatch:
     def of(plan: _Plan, a, b, out) -> "_FastBatch":
         """After _run(plan): its launch(es), and the streams mode's streams."""
         launches = [plan.launch] if plan.whole else plan.launches
-        sides = fork = None
-        if not plan.whole:
-            sides = [s.cuda_stream for s in plan.pool]
-            fork = _stream_fork(plan.device_index, sides)
+        fork = None if plan.whole else plan.fork
         size = lambda t: t.element_size() * (t.stride(0) if t.shape[0] > 1 else 0)  # noqa: E731
         extent = lambda t: overlap.span(t)[1] - t.data_ptr() if t.numel() else 0  # noqa: E731
-        return _FastBatch(launches, sides, fork, tuple(out.shape), out.dtype, (size(a), size(b), size(out)),
+        return _FastBatch(launches, fork, tuple(out.shape), out.dtype, (size(a), size(b), size(out)),
                           (extent(a), extent(b), extent(out)))
 
     def run(self, a, b, out):
@@ -407,20 +398,11 @@ class _FastBatch:
         ea, eb, ec = self.extents
         if out is not None and ((pa < pc + ec and pc < pa + ea) or (pb < pc + ec and pc < pb + eb)):
             return None
-        if self.sides is None:
+        if self.fork is None:
             self.launches[0].fire_at(pa, pb, pc)
         else:
-            # The join orders the caller's stream after every side's work, so what the caller
-            # frees after this call is safe to reuse as after any torch op on its stream (torch's
-            # own rule covers tensors made on other streams): no record_stream here.
-            current = gemm.current_stream(self.launches[0].device_index)
             sa, sb, sc = self.steps
-            sides = self.sides
-            with _fork_lock:  # the events and side streams are shared: one call's fork to join at a time
-                self.fork.fork(current)
-                for i, launch in enumerate(self.launches):
-                    launch.fire_at(pa + i * sa, pb + i * sb, pc + i * sc, sides[i % len(sides)])
-                self.fork.join(current)
+            _fire_streams(self.launches, self.fork, lambda i: (pa + i * sa, pb + i * sb, pc + i * sc))
         if out is not None:
             torch.autograd.graph.increment_version(out)
         return c

@@ -374,9 +374,8 @@ class Launch:
         self.bound: tuple[int, int] | None = None  # the split-K workspace the arguments point at
 
     def fire_at(self, a_ptr: int, b_ptr: int, c_ptr: int, stream: int | None = None) -> None:
-        """stream: a raw stream handle (default: torch's current stream of the device). A
-        split-K launch takes its workspace for that stream with torch's current stream (zeroed
-        there, or from a capture's pool): fire it with `stream` current, or without one."""
+        """Launch at these addresses on `stream`, a raw stream handle (default: torch's current
+        stream of the device)."""
         with self.lock:
             args, (ia, ib, ic) = self.args, self.slots
             if self.maps:
@@ -390,22 +389,30 @@ class Launch:
             args.set(ic, c_ptr)
             self._fire(stream)
 
-    def fire(self) -> None:
-        """Launch on torch's current stream of the device."""
+    def fire(self, stream: int | None = None) -> None:
+        """Launch on `stream`, a raw stream handle (default: torch's current stream of the device)."""
         with self.lock:
-            self._fire()
+            self._fire(stream)
 
     def _fire(self, stream: int | None = None) -> None:
         if stream is None:
             stream = current_stream(self.device_index)
-        if self.split_k:
-            bound = split_k_workspace(self.device_index, stream, *self.split_k)
-            if bound != self.bound:
-                n = len(self.args.values)
-                self.args.set(n - 2, bound[0])
-                self.args.set(n - 1, bound[1])
-                self.bound = bound
+            if self.split_k:
+                self._bind_workspace(stream)
+        elif self.split_k:
+            # The workspace is taken with its stream current: zeroed there, or from the pool of
+            # the capture that stream has joined.
+            with torch.cuda.stream(torch.cuda.ExternalStream(stream, device=self.device_index)):
+                self._bind_workspace(stream)
         self.fn.launch(self.grid, self.threads, self.args, stream, self.device_index, self.cluster, self.pdl)
+
+    def _bind_workspace(self, stream: int) -> None:
+        bound = split_k_workspace(self.device_index, stream, *self.split_k)
+        if bound != self.bound:
+            n = len(self.args.values)
+            self.args.set(n - 2, bound[0])
+            self.args.set(n - 1, bound[1])
+            self.bound = bound
 
 
 class _Workspace(NamedTuple):

@@ -399,6 +399,6 @@ def stream_splits(c: cfgs.TileConfig, m: int, n: int, k: int, resident_blocks: i
         raise ZooError(f"K={k} needs {fewest} slices of at most {c.block_k} rows; the grid holds {MAX_GRID_Y}")
     wanted = min(resident_blocks // blocks, -(-k // STREAM_MIN_SLICE))
     splits = max(fewest, wanted, 1)
-    per = -(-(-(-k // splits)) // warps) * warps
-    per = min(per, c.block_k)
+    per = -(-k // splits)
+    per = min(-(-per // warps) * warps, c.block_k)  # whole rounds of the warps, none over block_k
     return -(-k // per), per
