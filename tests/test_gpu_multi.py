@@ -97,3 +97,103 @@ def test_one_thread_per_gpu_with_fresh_shapes(devices):
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+# ----------------------------------------------------------------------------- torch.distributed
+# Two processes, one GPU each, NCCL (issue 40 item 3): DTensor ops, tensor parallel and FSDP2 on
+# zoo layers, each against the same computation on torch's layers. Run by torch.multiprocessing.
+
+
+def _free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _distributed(worker) -> None:
+    import torch.multiprocessing as mp
+    mp.spawn(_run_worker, args=(worker.__name__, _free_port()), nprocs=2, join=True)
+
+
+def _run_worker(rank: int, name: str, port: int) -> None:
+    import torch.distributed as dist
+    from torch.distributed.device_mesh import init_device_mesh
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2,
+                            device_id=torch.device(f"cuda:{rank}"))
+    try:
+        globals()[name](rank, init_device_mesh("cuda", (2,)))
+    finally:
+        dist.destroy_process_group()
+
+
+def _mlp(seed: int, dtype=torch.bfloat16):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.GELU(), torch.nn.Linear(512, 128)).to("cuda", dtype)
+
+
+def _close(x, y, bound=2e-2):
+    x, y = x.double(), y.double()
+    err = ((x - y).norm() / y.norm().clamp_min(1e-30)).item()
+    assert err < bound, err
+
+
+def _dtensor_ops(rank, mesh):
+    from torch.distributed.tensor import DTensor, Partial, Replicate, Shard, distribute_tensor
+    torch.manual_seed(0)  # the same full tensors on both ranks
+    x, w = torch.randn(96, 256, device="cuda", dtype=H), torch.randn(256, 160, device="cuda", dtype=H)
+    want = x.double() @ w.double()
+    for px, pw, out in ((Replicate(), Shard(1), Shard(1)), (Shard(0), Replicate(), Shard(0)),
+                        (Shard(1), Shard(0), Partial()), (Replicate(), Replicate(), Replicate())):
+        c = zoo.mm(distribute_tensor(x, mesh, [px]), distribute_tensor(w, mesh, [pw]))
+        assert isinstance(c, DTensor) and c.placements == (out,), (px, pw, c)
+        _close(c.full_tensor(), want, 5e-3)
+    a, b = torch.randn(4, 64, 96, device="cuda", dtype=H), torch.randn(4, 96, 80, device="cuda", dtype=H)
+    c = zoo.bmm(distribute_tensor(a, mesh, [Shard(0)]), distribute_tensor(b, mesh, [Shard(0)]))
+    assert isinstance(c, DTensor) and c.placements == (Shard(0),)
+    _close(c.full_tensor(), a.double() @ b.double(), 5e-3)
+    with pytest.raises(ZooError, match="DTensors"):
+        zoo.bmm([distribute_tensor(a[0], mesh, [Replicate()])], [distribute_tensor(b[0], mesh, [Replicate()])])
+
+
+def _tensor_parallel(rank, mesh):
+    from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
+    ref, mine = _mlp(1), _mlp(1)
+    assert all(s.swapped for s in zoo.nn.convert(mine))
+    for model in (ref, mine):
+        parallelize_module(model, mesh, {"0": ColwiseParallel(), "2": RowwiseParallel()})
+    torch.manual_seed(2)
+    x = torch.randn(8, 32, 256, device="cuda", dtype=torch.bfloat16)
+    got, want = mine(x), ref(x)
+    _close(got, want)
+    got.float().square().mean().backward()
+    want.float().square().mean().backward()
+    for p, q in zip(ref.parameters(), mine.parameters()):
+        _close(q.grad.full_tensor(), p.grad.full_tensor())
+
+
+def _fsdp2(rank, mesh):
+    from torch.distributed.fsdp import fully_shard
+    ref, mine = _mlp(3), _mlp(3)
+    assert all(s.swapped for s in zoo.nn.convert(mine))
+    for model in (ref, mine):
+        for layer in (model[0], model[2]):
+            fully_shard(layer, mesh=mesh)
+        fully_shard(model, mesh=mesh)
+    opts = [torch.optim.SGD(m.parameters(), lr=0.5) for m in (ref, mine)]
+    torch.manual_seed(4 + rank)  # each rank its own batch
+    for _ in range(3):
+        x = torch.randn(64, 256, device="cuda", dtype=torch.bfloat16)
+        for model, opt in zip((ref, mine), opts):
+            opt.zero_grad()
+            model(x).float().square().mean().backward()
+            opt.step()
+    for p, q in zip(ref.parameters(), mine.parameters()):
+        _close(q.full_tensor(), p.full_tensor())
+
+
+@TWO_GPUS
+@pytest.mark.parametrize("worker", [_dtensor_ops, _tensor_parallel, _fsdp2], ids=["dtensor-ops", "tensor-parallel", "fsdp2"])
+def test_distributed_on_two_gpus(worker):
+    _distributed(worker)

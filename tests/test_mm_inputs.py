@@ -215,8 +215,23 @@ def test_inputs_that_require_grad_go_through_the_autograd_op():
         zoo.bmm([a], [a])
 
 
-def test_zoo_linear_from_torch_keeps_the_weights_in_its_layout():
+def test_zoo_linear_is_a_torch_linear_with_torchs_state_dict():
+    """zoo.nn.Linear keeps torch's layout: a torch state dict loads unchanged, from_torch shares
+    the parameters (the same tensors) and isinstance checks (tensor parallel's) accept it."""
     lin = torch.nn.Linear(6, 4)
     mine = zoo.nn.Linear.from_torch(lin)
-    assert mine.weight.shape == (6, 4) and torch.equal(mine.weight, lin.weight.t())
-    assert torch.equal(mine.bias, lin.bias)
+    assert isinstance(mine, torch.nn.Linear) and mine.weight is lin.weight and mine.bias is lin.bias
+    fresh = zoo.nn.Linear(6, 4)
+    fresh.load_state_dict(lin.state_dict())
+    assert fresh.weight.shape == (4, 6) and torch.equal(fresh.weight, lin.weight)
+    mine.register_parameter("extra", torch.nn.Parameter(torch.ones(1)))
+    assert "extra" not in lin._parameters
+
+
+def test_convert_swaps_what_the_zoo_runs_and_says_why_it_left_the_rest():
+    """On the CPU every layer is left, each with its reason; the model is unchanged."""
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU())
+    report = zoo.nn.convert(model)
+    assert [(s.name, s.kind, s.swapped) for s in report] == [("0", "Linear", False), ("1", "Conv2d", False)]
+    assert all("not a CUDA device" in s.reason for s in report)
+    assert type(model[0]) is torch.nn.Linear and type(model[1]) is torch.nn.Conv2d

@@ -4,10 +4,8 @@ __version__ = "0.1.0"  # first: zoo.tune keys its files by it
 
 from .cuda import ZooCudaError, ZooError
 from .configs import ConfigError, TileConfig
-from .batched import bmm
-from .gemm import mm
-from .conv import conv2d
-from . import nn, ops  # noqa: F401 - registers the custom ops zoo::mm, zoo::mm_out, zoo::bmm
+from .ops import bmm, conv2d, mm  # also registers the custom ops zoo::mm, zoo::mm_out, zoo::bmm, zoo::conv2d
+from . import nn
 from .registry import KERNELS, Problem, select
 
 __all__ = ["mm", "bmm", "conv2d", "nn", "select", "KERNELS", "Problem", "TileConfig", "ZooError", "ZooCudaError", "ConfigError"]

@@ -47,6 +47,7 @@ class _Plan:
     table: torch.Tensor | None = None
     units: int = 0
     launch: gemm.Launch | None = None  # the one-launch modes' launch, worked out once
+    keep: bool = True          # its table may be kept across calls (_table)
     launches: list | None = None       # the streams mode's launches, one per GEMM
     pool: list | None = None           # and its streams (GEMM i on pool[i % len(pool)])
     fork: cuda.StreamFork | None = None  # their fork from and join to the caller's stream
@@ -121,12 +122,21 @@ def _plan(a_list, b_list, outs, out_dtype, kernel, config, zeros, whole=None) ->
 
 
 def _table(plan: _Plan) -> None:
-    """The plan's problem table on the device and the blocks/units its launch walks; tables
-    are cached across calls by the buffers and shapes they describe."""
+    """The plan's problem table on the device and the blocks/units its launch walks. Eager
+    calls keep tables across calls, by the buffers and shapes they describe. Inside a graph
+    capture, or for a plan that keeps nothing (cache=False), the table is the call's own:
+    a tensor of the current stream (the capture's pool) that zoo_upload launches fill, so a
+    captured graph holds its bytes in its nodes and no kept table lies in a graph's pool."""
     if plan.table is not None:
         return
     plan.units = sum(gemm.group_units(plan.spec, plan.cfg,
                                       [(c.shape[0], c.shape[1], k) for _, _, c, k, _, _ in plan.problems]))
+    if not plan.keep or gemm._capturing():
+        data = gemm.group_table(plan.spec, plan.cfg, plan.problems)
+        plan.table = torch.empty(len(data), dtype=torch.uint8, device=plan.device_index)
+        gemm.upload(plan.device_index, plan.table, data)
+        plan.keep = False
+        return
     key = (plan.spec.name, plan.cfg, plan.device_index,
            _key([t for a, b, c, *_ in plan.problems for t in (a, b, c)]))
     plan.table = _tables.get(key)
@@ -182,7 +192,7 @@ def _run(plan: _Plan, mode: str, streams: int | None) -> None:
         if plan.launch is None:
             plan.launch = gemm.plan_grouped(plan.spec, plan.cfg, plan.device_index, plan.table,
                                             len(plan.problems), plan.units, plan.dtype, plan.out_dtype)
-        _fire(plan.launch, plan.table)
+        _fire(plan.launch, plan.table, plan.keep)
 
 
 def _streams_launches(plan: _Plan, streams: int) -> list[gemm.Launch]:
@@ -218,17 +228,17 @@ def _fire_streams(launches: list, fork: cuda.StreamFork, at=None) -> None:
         fork.join(current)
 
 
-def _fire(launch: gemm.Launch, table: torch.Tensor | None) -> None:
+def _fire(launch: gemm.Launch, table: torch.Tensor | None, kept: bool = True) -> None:
     # A cached table may be read on another stream than it was made on: the caching
     # allocator must not reuse it (after eviction) before this launch is done.
-    if table is not None:
+    if table is not None and kept:
         table.record_stream(torch.cuda.current_stream(launch.device_index))
     launch.fire()
 
 
 def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: bool = False,
         out_dtype: torch.dtype | None = None, kernel: str | None = None, config: str | None = None,
-        out=None):
+        out=None, cache: bool = True):
     """C_i = a_i @ b_i for a batch: a (B, M, K) and b (B, K, N) tensors, giving (B, M, N); or
     lists of 2-D a_i (M_i, K_i) and b_i (K_i, N_i) of any shapes, giving a list.
 
@@ -245,6 +255,8 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
     dtype when given); `out` is a (B, M, N) tensor or a list matching the inputs.
     Eager one-launch calls with `out` keep their worked-out launch: a later call with the
     same buffers (pointers, shapes, strides, dtypes; any contents) and arguments replays it.
+    cache=False keeps nothing past the call (no worked-out launch, no device table): the
+    custom op zoo::bmm calls it so, as torch.compile's CUDA graphs own what their ops make.
     """
     # Replays are looked up from the caller's own tensors, before any other work (a key is
     # kept only after a call with it passed every check). torch's TF32 setting picks the
@@ -253,7 +265,7 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
             t.requires_grad for x in (a, b) for t in _tensors(x) if isinstance(x, (torch.Tensor, list, tuple)))):
         return _through_ops(a, b, mode, streams, graph, out_dtype, kernel, config, out)
     fast_key = None
-    if not graph and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and \
+    if cache and not graph and isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and \
             (out is None or isinstance(out, torch.Tensor)) and a.dim() == 3:
         fast_key = (mode, streams, out_dtype, kernel, config, a.shape, a.stride(), b.shape, b.stride(),
                     a.dtype, b.dtype, a.device, b.device,  # b's device too: a b elsewhere is refused
@@ -268,7 +280,7 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
                 return done
     key = (mode, streams, out_dtype, kernel, config, _ident(a), _ident(b), _ident(out),
            bench.torch_allows_tf32())
-    if not graph and out is not None:
+    if cache and not graph and out is not None and not gemm._capturing():  # a kept table: not for a graph
         cached = _replays.get(key)
         if cached is not None:
             outs = [out] if isinstance(out, torch.Tensor) else list(out)
@@ -343,12 +355,14 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
     whole = (a, b, out) if mode == "batched" and isinstance(out, torch.Tensor) and len(a_list) == a.shape[0] \
         else None
     plan = _plan(a_list, b_list, outs, out_dtype, kernel, config, zeros, whole)
+    plan.keep = cache
     if mode != "streams" and not plan.spec.grouped:
         raise ZooError(f"{plan.spec.name} has no {mode} launch (one GEMM per launch); use mode='streams'")
     _run(plan, mode, streams)  # eager, and the warm-up a capture needs (compile, tables)
     # Kept for replay: one-launch calls into the caller's `out` with nothing to copy or zero
     # first (the launch and its table; not the plan, which holds the caller's tensors).
-    if not graph and out_given and plan.launch is not None and not plan.copies and not plan.zeros:
+    if cache and plan.keep and not graph and out_given and plan.launch is not None and not plan.copies \
+            and not plan.zeros:
         gemm.remember(_replays, key, (plan.launch, plan.table), _REPLAYS_KEPT)
     if fast_key is not None and not plan.copies and not plan.zeros and \
             (plan.whole or (mode == "streams" and len(plan.problems) == a.shape[0])):

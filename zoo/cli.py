@@ -673,6 +673,8 @@ def cmd_bench(args) -> int:
     if not _gpu_available():
         _write_json(args.json, {"gpu": None})
         return _no_gpu("bench")
+    if args.model:
+        return _bench_models(args)
     show = err_console if args.json == "-" else console
     import torch
     from .gemm import compiled, device_limits
@@ -736,6 +738,42 @@ def cmd_bench(args) -> int:
     if failed:
         err_console.print(f"[bold red]verification failed[/] for {', '.join(failed)}: the result is wrong")
         return EXIT_FAIL
+    return EXIT_OK
+
+
+def _bench_models(args) -> int:
+    """zoo bench --model: whole models on torch's layers and on the zoo's (zoo/models.py)."""
+    import torch
+    from . import models
+    from .gemm import device_limits
+    show = err_console if args.json == "-" else console
+    lim = device_limits(torch.cuda.current_device())
+    names = list(models.MODELS) if args.model == "all" else args.model.split(",")
+    with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=err_console, transient=True) as progress:
+        task = progress.add_task("models")
+        report = models.run(names, dtype=getattr(torch, DTYPES[args.dtype]), calls=args.calls, repeats=args.repeats,
+                            progress=lambda text: progress.update(task, description=text))
+    table = Table(title=f"whole models on {lim.part} (CC {lim.cc[0]}.{lim.cc[1]}), torch's layers and the zoo's "
+                        f"side by side: median ms of {args.repeats} alternating rounds of {args.calls} calls")
+    for col in ("model", "how", "torch ms", "zoo ms", "zoo speed-up", "spread", "outputs"):
+        table.add_column(col, justify="left" if col in ("model", "how", "outputs") else "right", no_wrap=col != "outputs")
+    for r in report.rows:
+        color = "green" if r.speedup >= 1 else "red"
+        table.add_row(r.model, r.case, f"{r.torch_ms:.3f}", f"{r.zoo_ms:.3f}", f"[{color}]{r.speedup:.2f}x[/]",
+                      f"{100 * max(r.spreads):.1f}%", r.check)
+    show.print(table)
+    for model, line in report.swaps.items():
+        show.print(f"{model}: {line}")
+    rows = [{"model": r.model, "case": r.case, "torch_ms": r.torch_ms, "zoo_ms": r.zoo_ms, "speedup": r.speedup,
+             "spreads": list(r.spreads), "check": r.check} for r in report.rows]
+    if args.plot:
+        from .plot import models_plot
+        label = f"whole models, zoo vs torch ({args.dtype}), {lim.part}, {datetime.date.today().isoformat()}"
+        show.print(f"wrote {models_plot(rows, label, args.plot)}")
+    _write_json(args.json, {"device": lim.part, "cc": f"{lim.cc[0]}.{lim.cc[1]}",
+                            "date": datetime.date.today().isoformat(), "torch": torch.__version__,
+                            "dtype": args.dtype, "calls": args.calls, "repeats": args.repeats,
+                            "layers_on_the_zoo": report.swaps, "results": rows})
     return EXIT_OK
 
 
@@ -961,6 +999,11 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--kernel", help="this kernel instead of the automatic choice per shape")
     s.add_argument("--config", help="this config instead of the automatic choice per shape")
     s.add_argument("--plot", metavar="PATH", help="draw TFLOP/s against problem size, zoo and torch.mm, to PATH (.png)")
+    s.add_argument("--model", metavar="NAME",
+                   help="whole models instead of shapes: llama, resnet50, mlp-train (comma-separated) or all; "
+                        "torch's layers against zoo.nn.convert's (needs transformers / torchvision)")
+    s.add_argument("--calls", type=int, default=10, help="with --model: calls per timed round (10)")
+    s.add_argument("--repeats", type=int, default=7, help="with --model: alternating rounds (7)")
     _timing_options(s, iters=50)
     s.set_defaults(fn=cmd_bench)
 

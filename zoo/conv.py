@@ -155,14 +155,19 @@ def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, s
     kernel / config name a conv kernel (zoo list) and one of its configs.
     """
     shape, out_dtype = check_conv(x, w, bias, stride, padding, dilation, groups, out_dtype)
-    if torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in (x, w, bias)):
-        raise ZooError("zoo.conv2d has no backward: call it under torch.no_grad() (or use "
-                       "torch.nn.functional.conv2d where gradients are needed)")
+    check_no_grad(x, w, bias)
     plan = plan_for(x, shape, out_dtype, kernel, config)
     y = plan.run(x, plan.weights(w))
     if bias is not None:
         y.add_(bias.to(y.dtype).view(1, -1, 1, 1))
     return y
+
+
+def check_no_grad(x, w, bias) -> None:
+    """conv2d has no backward: refuse a call autograd would record."""
+    if torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in (x, w, bias)):
+        raise ZooError("zoo.conv2d has no backward: call it under torch.no_grad() or torch.inference_mode() "
+                       "(or use torch.nn.functional.conv2d where gradients are needed)")
 
 
 _PLANS_KEPT = 64

@@ -494,6 +494,41 @@ def current_context() -> int:
     return int(_check(driver.cuCtxGetCurrent(), "cuCtxGetCurrent"))
 
 
+class StreamBuffer:
+    """Device memory the zoo keeps across calls (a stream's split-K workspace), taken from the
+    driver's stream-ordered allocator on the one stream that uses it (cuMemAllocAsync), zeroed
+    there, and given back there (cuMemFreeAsync) after the work queued before. Not from
+    torch's caching allocator: while torch routes a thread's allocations to a CUDA-graph
+    memory pool (a capture, or torch.compile's CUDA-graph trees warming up), a buffer kept
+    from there would stay alive in that pool, which torch.compile refuses ("tensors in the
+    cudagraph pool not tracked as outputs")."""
+
+    def __init__(self, device_index: int, nbytes: int, stream: int):
+        driver, _ = _bindings()
+        self.device_index, self.nbytes, self.stream = device_index, nbytes, stream
+        with device_context(device_index):
+            self.ptr = int(_check(driver.cuMemAllocAsync(max(nbytes, 4), driver.CUstream(stream)),
+                                  "cuMemAllocAsync"))
+            _check(driver.cuMemsetD8Async(self.ptr, 0, max(nbytes, 4), driver.CUstream(stream)), "cuMemsetD8Async")
+
+    def read(self) -> bytes:
+        """The contents, once the stream's work so far is done (for tests and checks)."""
+        driver, _ = _bindings()
+        out = bytearray(self.nbytes)
+        with device_context(self.device_index):
+            _check(driver.cuStreamSynchronize(driver.CUstream(self.stream)), "cuStreamSynchronize")
+            _check(driver.cuMemcpyDtoH(out, self.ptr, self.nbytes), "cuMemcpyDtoH")
+        return bytes(out)
+
+    def free(self) -> None:
+        """Give the memory back once the stream's work so far is done."""
+        if self.ptr:
+            driver, _ = _bindings()
+            with device_context(self.device_index):
+                _check(driver.cuMemFreeAsync(self.ptr, driver.CUstream(self.stream)), "cuMemFreeAsync")
+            self.ptr = 0
+
+
 def device_attributes(device_index: int) -> dict[str, int]:
     """Hardware facts read from the device (the offline table lives in zoo/arch.py)."""
     driver, _ = _bindings()

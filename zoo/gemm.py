@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import struct
 import threading
@@ -216,13 +217,16 @@ class CallPlan:
     aligned: bool
     extents: tuple[int, int, int]  # bytes from data_ptr() to the end of a, b, out's span
     options: dict                  # the call's kernel, config, out_dtype, allow_tf32
-    template: torch.Tensor         # one element expanded to (m, n): empty_like gives a fresh C
+    same_dtype: bool               # C in a's dtype: a.new_empty((m, n)) makes it
 
     def run(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None,
             a_ptr: int | None = None, b_ptr: int | None = None, out_ptr: int | None = None) -> torch.Tensor:
         """The call; a_ptr, b_ptr, out_ptr: the addresses when the caller has read them."""
         if out is None:
-            c = torch.empty_like(self.template)
+            # From a, as torch.empty with a dtype and a device costs more to parse. No device
+            # tensor is kept in the plan: one made while torch routes allocations to a CUDA-graph
+            # pool would stay alive there (torch.compile's reduce-overhead mode refuses that).
+            c = a.new_empty((self.m, self.n)) if self.same_dtype else a.new_empty((self.m, self.n), dtype=self.out_dtype)
         else:  # a and b do not require grad here while grad is on: mm sent those to the op
             if out.requires_grad and torch.is_grad_enabled():
                 raise ZooError(AUTOGRAD_MESSAGE)
@@ -291,7 +295,7 @@ def plan_call(a, b, out_dtype, kernel, config, out, allow_tf32) -> CallPlan:
     extents = (_extent(a), _extent(b), _extent(out) if out is not None else 0)
     options = {"out_dtype": out_dtype, "kernel": kernel, "config": config, "allow_tf32": allow_tf32}
     if m == 0 or n == 0 or k == 0:
-        return CallPlan(m, n, out_dtype, None, False, False, False, extents, options, _template(m, n, out_dtype, a.device))
+        return CallPlan(m, n, out_dtype, None, False, False, False, extents, options, out_dtype == a.dtype)
     device_index = a.device.index if a.device.index is not None else torch.cuda.current_device()
     limits = device_limits(device_index)
     problem = Problem(m, n, k, _dtype_name(a.dtype), _dtype_name(out_dtype), tf32_allowed(a.dtype, allow_tf32),
@@ -303,18 +307,7 @@ def plan_call(a, b, out_dtype, kernel, config, out, allow_tf32) -> CallPlan:
     launch = plan_launch(spec, cfg, device_index, a_read, b_read, c, k, lda, ldb, splits=splits)
     launch.choice = (spec.name, cfg.name, splits)
     return CallPlan(m, n, out_dtype, launch, a_copy is not None, b_copy is not None, spec.aligned_rows,
-                    extents, options, _template(m, n, out_dtype, a.device))
-
-
-def _template(m: int, n: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
-    """What torch.empty_like turns into a fresh contiguous (m, n) output: one element expanded
-    (its strides are 0, so like-strides cannot be kept). empty_like parses one argument, where
-    torch.empty parses a shape, a dtype and a device: 5.0 against 7.5 us on the lent host."""
-    template = torch.empty((), dtype=dtype, device=device).expand(m, n)
-    fresh = torch.empty_like(template)
-    if not fresh.is_contiguous() or fresh.shape != (m, n):  # pragma: no cover - torch's rule changed
-        raise ZooError("torch.empty_like of an expanded tensor is not contiguous in this torch")
-    return template
+                    extents, options, out_dtype == a.dtype)
 
 
 def _choose(limits, problem: Problem, device_index: int, kernel: str | None, config: str | None):
@@ -416,10 +409,10 @@ class Launch:
 
 
 class _Workspace(NamedTuple):
-    """A stream's split-K buffers, with their addresses and sizes as plain ints: read on every
-    split-K call without a tensor call (four such calls cost ~2 us on the lent host)."""
-    partials: torch.Tensor
-    counters: torch.Tensor
+    """A stream's split-K buffers (cuda.StreamBuffer: the driver's, on that stream), with their
+    addresses and sizes as plain ints: read on every split-K call without a further call."""
+    partials: cuda.StreamBuffer
+    counters: cuda.StreamBuffer
     partials_ptr: int
     counters_ptr: int
     floats: int
@@ -427,14 +420,18 @@ class _Workspace(NamedTuple):
 
 
 _workspaces: dict[tuple[int, int], _Workspace] = {}
-_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None) or torch.cuda.is_current_stream_capturing
+# Whether torch's current stream is being captured into a graph (False on a torch without CUDA).
+_capturing = (getattr(torch._C, "_cuda_isCurrentStreamCapturing", None) or torch.cuda.is_current_stream_capturing) \
+    if torch.backends.cuda.is_built() else (lambda: False)
 
 
 def split_k_workspace(device_index: int, stream: int, floats: int, counters: int) -> tuple[int, int]:
     """Addresses of fp32 partials and zeroed int32 counters for a split-K launch on `stream`:
     kept per (device, stream), grown when too small (the kernel leaves its counters at zero,
-    so one launch after another on a stream can share them). While the stream is being
-    captured into a graph, a fresh pair from the graph's pool, zeroed inside the graph."""
+    so one launch after another on a stream can share them). Kept buffers come from the
+    driver, not torch's allocator (cuda.StreamBuffer says why). While the stream is being
+    captured into a graph, a fresh pair from the graph's pool, zeroed inside the graph and
+    not kept: the graph's own, as any temporary of a captured op."""
     if _capturing():
         workspace = torch.empty(floats, dtype=torch.float32, device=device_index)
         zeros = torch.zeros(counters, dtype=torch.int32, device=device_index)
@@ -444,9 +441,11 @@ def split_k_workspace(device_index: int, stream: int, floats: int, counters: int
     if kept is None or kept.floats < floats or kept.slots < counters:
         if kept is not None:
             floats, counters = max(floats, kept.floats), max(counters, kept.slots)
-        partials = torch.empty(floats, dtype=torch.float32, device=device_index)
-        zeros = torch.zeros(counters, dtype=torch.int32, device=device_index)
-        kept = _workspaces[key] = _Workspace(partials, zeros, partials.data_ptr(), zeros.data_ptr(), floats, counters)
+            kept.partials.free()  # after the launches already queued on this stream
+            kept.counters.free()
+        partials = cuda.StreamBuffer(device_index, 4 * floats, stream)
+        zeros = cuda.StreamBuffer(device_index, 4 * counters, stream)
+        kept = _workspaces[key] = _Workspace(partials, zeros, partials.ptr, zeros.ptr, floats, counters)
     return kept.partials_ptr, kept.counters_ptr
 
 
@@ -607,6 +606,39 @@ def _plan_stream(spec: KernelSpec, cfg: TileConfig, fn: cuda.Function, device_in
 
 
 # ----------------------------------------------------------------------------- grouped launches
+
+UPLOAD_SOURCE = cuda.KERNELS_DIR / "common" / "upload.cu"
+UPLOAD_WORDS = 1000  # ZOO_UPLOAD_WORDS: the 4-byte words one upload launch carries
+
+
+class _UploadChunk(ctypes.Structure):
+    _fields_ = [("words", ctypes.c_uint * UPLOAD_WORDS)]
+
+
+def upload(device_index: int, dst: torch.Tensor, data: bytes) -> None:
+    """Copy `data` (a multiple of 4 bytes) into `dst` on torch's current stream, as the
+    parameters of zoo_upload launches (kernels/common/upload.cu): a graph captured around it
+    keeps the bytes in its nodes, where a host-to-device copy could not be captured."""
+    if len(data) % 4 or dst.numel() * dst.element_size() < len(data):
+        raise ZooError(f"upload of {len(data)} bytes into {dst.numel() * dst.element_size()}")
+    fn = _upload_function(device_index)
+    words = memoryview(data).cast("I")
+    stream = current_stream(device_index)
+    for first in range(0, len(words), UPLOAD_WORDS):
+        part = words[first:first + UPLOAD_WORDS]
+        chunk = _UploadChunk()
+        ctypes.memmove(chunk.words, part.tobytes(), len(part) * 4)
+        args = cuda.PackedArgs([(dst.data_ptr() + 4 * first, cuda.POINTER), (len(part), cuda.INT32),
+                                (chunk, cuda.BY_VALUE)])
+        fn.launch((1, 1, 1), 256, args, stream, device_index)
+
+
+@functools.lru_cache(maxsize=None)
+def _upload_function(device_index: int) -> cuda.Function:
+    cubin = cuda.compile_cubin(UPLOAD_SOURCE, arch.device_arch(device_limits(device_index).cc), {},
+                               kernel="zoo_upload")
+    return cuda.load_function(device_index, cubin, "zoo_upload", 0, kernel="zoo_upload")
+
 
 POINTER_ENTRY = struct.Struct("<3Q7i12x")           # zoo::PointerProblem, 64 bytes
 TMA_ENTRY_TAIL = struct.Struct("<Q6i")               # zoo_sm90::GroupEntry after its 3 tensor maps

@@ -1,53 +1,153 @@
-"""`zoo.nn.Linear`: a torch.nn.Linear whose matmul runs on the zoo (autograd and torch.compile
-through the zoo::mm custom op).
+"""`zoo.nn`: torch.nn layers whose matmuls and convolutions run on the zoo.
 
-The weight is kept as (in_features, out_features), row-major: y = x @ weight + bias is then a
-GEMM the kernels read in place (torch.nn.Linear keeps (out, in), whose transpose they would
-copy on every call). `Linear.from_torch(linear)` converts a torch.nn.Linear; its state dict
-holds the weight in this (in, out) layout, so a torch.nn.Linear state dict is converted with
-from_torch (or by transposing "weight"), not loaded as it is.
+- `Linear` is a torch.nn.Linear (a subclass, torch's weight layout (out_features,
+  in_features), so torch state dicts load unchanged) computing x @ weight^T + bias on the
+  zoo's kernels: eager with or without autograd, torch.compile in every mode (the custom op
+  zoo::mm), and DTensor weights (tensor parallel) through the op's sharding rules.
+- `Conv2d` is a torch.nn.Conv2d running zoo.conv2d (inference: with grad enabled it raises
+  and says how to proceed, as zoo.conv2d does).
+- `convert(model)` swaps, in place, every Linear and Conv2d the zoo can run on the model's
+  device and dtypes, keeps their parameters (the same tensors), and says which it left and why.
 """
 
 from __future__ import annotations
 
-import math
+import copy
+from dataclasses import dataclass
 
 import torch
 
-from . import gemm
+from . import conv, gemm, ops
+from .cuda import ZooError
 
 
-class Linear(torch.nn.Module):
-    def __init__(self, in_features: int, out_features: int, bias: bool = True,
-                 device=None, dtype=None):
-        super().__init__()
-        self.in_features, self.out_features = in_features, out_features
-        self.weight = torch.nn.Parameter(torch.empty(in_features, out_features, device=device, dtype=dtype))
-        self.bias = torch.nn.Parameter(torch.empty(out_features, device=device, dtype=dtype)) if bias else None
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        """torch.nn.Linear's initialisation, on the transposed weight."""
-        bound = 1 / math.sqrt(self.in_features) if self.in_features else 0
-        torch.nn.init.uniform_(self.weight, -bound, bound)
-        if self.bias is not None:
-            torch.nn.init.uniform_(self.bias, -bound, bound)
+class Linear(torch.nn.Linear):
+    """torch.nn.Linear on the zoo's kernels (same constructor, parameters and state dict)."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        y = gemm.mm(x.reshape(-1, self.in_features), self.weight)
-        if self.bias is not None:
-            y = y + self.bias
-        return y.reshape(*x.shape[:-1], self.out_features)
+        w, bias = self.weight, self.bias
+        if torch.compiler.is_compiling() or ops._dtensor(x, w, bias):
+            y = torch.ops.zoo.mm(x.reshape(-1, self.in_features), w.t())  # traced, or sharded by its rules
+            if bias is not None:
+                y = y + bias
+            return y.view(*x.shape[:-1], self.out_features)
+        x2 = x.reshape(-1, self.in_features)
+        if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad)):
+            y = LinearFunction.apply(x2, w, bias)
+        else:
+            y = _linear(x2, w, bias)
+        return y.view(*x.shape[:-1], self.out_features)
 
     @classmethod
     def from_torch(cls, linear: torch.nn.Linear) -> "Linear":
-        out = cls(linear.in_features, linear.out_features, linear.bias is not None,
-                  device=linear.weight.device, dtype=linear.weight.dtype)
-        with torch.no_grad():
-            out.weight.copy_(linear.weight.t())
-            if linear.bias is not None:
-                out.bias.copy_(linear.bias)
-        return out
+        """A zoo Linear sharing `linear`'s parameters (the same tensors, nothing copied)."""
+        return _sharing(linear, cls)
 
-    def extra_repr(self) -> str:
-        return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
+
+def _linear(x2: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    y = gemm.mm(x2, w.t())
+    if bias is not None:
+        y.add_(bias)  # y is this call's own fresh tensor
+    return y
+
+
+class LinearFunction(torch.autograd.Function):
+    """Linear under eager autograd: one node; dX = dY W, dW = dY^T X, db = sum of dY's rows."""
+
+    @staticmethod
+    def forward(ctx, x2, w, bias):
+        ctx.save_for_backward(x2, w)
+        ctx.has_bias = bias is not None
+        return _linear(x2, w, bias)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x2, w = ctx.saved_tensors
+        grad_x = ops.mm(grad, w) if ctx.needs_input_grad[0] else None
+        grad_w = ops.mm(grad.t(), x2) if ctx.needs_input_grad[1] else None
+        grad_b = grad.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
+        return grad_x, grad_w, grad_b
+
+
+class Conv2d(torch.nn.Conv2d):
+    """torch.nn.Conv2d on zoo.conv2d: zero padding given as numbers, groups=1, inference."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.padding_mode != "zeros" or isinstance(self.padding, str) or self.groups != 1:
+            raise ZooError(f"zoo.nn.Conv2d runs zero padding given as numbers and groups=1; this layer has "
+                           f"padding_mode={self.padding_mode!r}, padding={self.padding!r}, groups={self.groups}")
+        return ops.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+
+    @classmethod
+    def from_torch(cls, layer: torch.nn.Conv2d) -> "Conv2d":
+        """A zoo Conv2d sharing `layer`'s parameters (the same tensors, nothing copied)."""
+        return _sharing(layer, cls)
+
+
+def _sharing(layer: torch.nn.Module, cls: type) -> torch.nn.Module:
+    """A module of class `cls` holding `layer`'s parameters and buffers (the same tensors) in
+    dicts of its own, so registering on one leaves the other as it is."""
+    out = copy.copy(layer)
+    out.__class__ = cls
+    out._parameters, out._buffers, out._modules = dict(layer._parameters), dict(layer._buffers), dict(layer._modules)
+    return out
+
+
+LINEAR_DTYPES = (torch.float16, torch.bfloat16)
+
+
+@dataclass(frozen=True)
+class Swap:
+    """What convert did with one layer: its name in the model, its type, and why it was left."""
+    name: str
+    kind: str
+    swapped: bool
+    reason: str = ""
+
+
+def convert(model: torch.nn.Module, *, linear: bool = True, conv2d: bool = True,
+            dtypes: tuple[torch.dtype, ...] = LINEAR_DTYPES) -> list[Swap]:
+    """Swap, in place, every torch.nn.Linear and torch.nn.Conv2d of `model` that the zoo can run
+    for zoo.nn.Linear / zoo.nn.Conv2d (the module's class changes; its parameters, buffers and
+    hooks stay the same objects). Returns one Swap per such layer, saying which were left and
+    why: not on a CUDA device, a dtype not in `dtypes` (fp32 would run on the zoo's SIMT
+    kernel, slower than cuBLAS; pass dtypes to take it), bf16 below CC 8.0, a Conv2d with
+    groups, string padding or a non-zero padding mode. Call it after moving the model to its
+    device and dtype."""
+    report = []
+    for name, module in model.named_modules():
+        if isinstance(module, (Linear, Conv2d)):
+            continue
+        if type(module) is torch.nn.Linear and linear:
+            reason = _refusal(module.weight, dtypes)
+            if not reason:
+                module.__class__ = Linear
+            report.append(Swap(name, "Linear", not reason, reason))
+        elif type(module) is torch.nn.Conv2d and conv2d:
+            reason = _refusal(module.weight, conv.CONV_DTYPES) or _conv_refusal(module)
+            if not reason:
+                module.__class__ = Conv2d
+            report.append(Swap(name, "Conv2d", not reason, reason))
+    return report
+
+
+def _refusal(weight: torch.Tensor, dtypes) -> str:
+    if weight.device.type != "cuda":
+        return f"on {weight.device}, not a CUDA device"
+    if weight.dtype not in dtypes:
+        return f"{weight.dtype} (convert takes {', '.join(str(d).replace('torch.', '') for d in dtypes)})"
+    index = weight.device.index if weight.device.index is not None else torch.cuda.current_device()
+    cc = gemm.device_limits(index).cc
+    if weight.dtype == torch.bfloat16 and cc < (8, 0):
+        return f"bfloat16 needs CC >= 8.0, the device is {cc[0]}.{cc[1]}"
+    return ""
+
+
+def _conv_refusal(layer: torch.nn.Conv2d) -> str:
+    if layer.groups != 1:
+        return f"groups={layer.groups} (zoo.conv2d computes dense convolutions)"
+    if isinstance(layer.padding, str):
+        return f"padding={layer.padding!r} (give it as numbers)"
+    if layer.padding_mode != "zeros":
+        return f"padding_mode={layer.padding_mode!r}"
+    return ""

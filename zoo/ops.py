@@ -1,17 +1,22 @@
-"""zoo.mm and zoo.bmm as torch custom ops (torch.library): what torch.compile traces and
-autograd differentiates.
+"""The zoo inside torch programs: the public `zoo.mm`, `zoo.bmm` and `zoo.conv2d`, and the torch
+custom ops (torch.library) that torch.compile traces.
 
-`zoo.mm` calls its launch path directly when neither is involved (the op's dispatch costs
-microseconds an eager call should not pay); under torch.compile, or when an input requires
-grad, it calls these ops instead:
-- `zoo::mm(a, b, out_dtype, kernel_name, config_name, allow_tf32) -> Tensor` (not `kernel`:
-  inductor's fallback for custom ops takes an argument of that name itself), with a fake (meta)
-  implementation, so `torch.compile(fullgraph=True)` traces it without a graph break, and a
-  backward through the zoo's own kernels: dA = dC B^T, dB = A^T dC (any layout: the launch
-  path copies what its kernels cannot read in place);
-- `zoo::mm_out(a, b, out, ...)`, which declares that it writes `out`;
-- `zoo::bmm(a, b, out_dtype, kernel_name, config_name) -> Tensor` for (B, M, K) x (B, K, N) batches,
-  with its backward dA = dC B^T, dB = A^T dC per matrix.
+- Eager calls without autograd go straight to the launch path (gemm.mm, batched.bmm,
+  conv.conv2d): the dispatcher costs microseconds an eager call should not pay.
+- Eager calls that autograd records (grad mode on, an input that requires grad) go through
+  `MatMul` / `BatchMatMul`, torch.autograd.Functions whose forward and backward call the
+  launch path directly: dA = dC B^T, dB = A^T dC on the zoo's kernels (the launch path copies
+  what its kernels cannot read in place).
+- Under torch.compile every call is a custom op with a fake (meta) implementation, so
+  `fullgraph=True` traces it without a graph break:
+  `zoo::mm(a, b, out_dtype, kernel_name, config_name, allow_tf32) -> Tensor` (not `kernel`:
+  inductor's fallback for custom ops takes an argument of that name itself), with its
+  backward; `zoo::mm_out(a, b, out, ...)`, which declares that it writes `out`;
+  `zoo::bmm(a, b, out_dtype, kernel_name, config_name) -> Tensor` for (B, M, K) x (B, K, N)
+  batches, with its backward; `zoo::conv2d(x, w, bias, stride, padding, dilation, groups,
+  out_dtype, kernel_name, config_name) -> Tensor` (inference: no backward).
+  The ops keep nothing on the device past a call (no kept table or workspace in a graph's
+  pool), so the CUDA graphs of `mode="reduce-overhead"` capture and replay them.
 """
 
 from __future__ import annotations
@@ -20,29 +25,134 @@ from typing import Optional
 
 import torch
 
-from . import batched, gemm
+from . import batched, conv, gemm
+from .cuda import ZooError
 
+
+# ----------------------------------------------------------------------------- public calls
+
+def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None,
+       kernel: str | None = None, config: str | None = None,
+       out: torch.Tensor | None = None, allow_tf32: bool | None = None) -> torch.Tensor:
+    if type(a) is not torch.Tensor or type(b) is not torch.Tensor:  # parameters, DTensors, ...
+        if _dtensor(a, b):
+            if out is not None:
+                raise ZooError("zoo.mm on DTensors takes no out= (the sharding rules make the result)")
+            return torch.ops.zoo.mm(a, b, out_dtype, kernel, config, allow_tf32)
+    if out is None and _recorded(a, b):
+        return MatMul.apply(a, b, out_dtype, kernel, config, allow_tf32)
+    return gemm.mm(a, b, out_dtype=out_dtype, kernel=kernel, config=config, out=out, allow_tf32=allow_tf32)
+
+
+mm.__doc__ = gemm.mm.__doc__
+
+
+def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: bool = False,
+        out_dtype: torch.dtype | None = None, kernel: str | None = None, config: str | None = None,
+        out=None, cache: bool = True):
+    one_launch = isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and out is None and not graph \
+        and streams is None and mode in (None, "batched")
+    if one_launch and _dtensor(a, b):
+        return torch.ops.zoo.bmm(a, b, out_dtype, kernel, config)
+    if one_launch and _recorded(a, b):
+        return BatchMatMul.apply(a, b, out_dtype, kernel, config)
+    if _dtensor(*_flat(a), *_flat(b)):
+        raise ZooError("zoo.bmm on DTensors takes two 3-D DTensors in the one-launch mode (no lists, out=, "
+                       "graph=, streams=)")
+    return batched.bmm(a, b, mode=mode, streams=streams, graph=graph, out_dtype=out_dtype, kernel=kernel,
+                       config=config, out=out, cache=cache)
+
+
+bmm.__doc__ = batched.bmm.__doc__
+
+
+def _dtensor(*tensors) -> bool:
+    """Whether any of the tensors is a DTensor (torch.distributed.tensor), without importing it."""
+    return any(type(t).__name__ == "DTensor" for t in tensors)
+
+
+def _flat(x) -> list:
+    return [x] if isinstance(x, torch.Tensor) else list(x) if isinstance(x, (list, tuple)) else []
+
+
+def _recorded(a, b) -> bool:
+    """An eager call autograd records: grad mode on and an input that requires grad."""
+    return torch.is_grad_enabled() and not torch.compiler.is_compiling() and (
+        getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False))
+
+
+class MatMul(torch.autograd.Function):
+    """zoo.mm under eager autograd: one node, forward and backward on the launch path."""
+
+    @staticmethod
+    def forward(ctx, a, b, out_dtype, kernel, config, allow_tf32):
+        ctx.save_for_backward(a, b)
+        ctx.allow_tf32 = allow_tf32  # not kernel/config: the backward's shapes differ
+        return gemm.mm(a, b, out_dtype=out_dtype, kernel=kernel, config=config, allow_tf32=allow_tf32)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        grad = grad.to(a.dtype)  # an fp32 output's gradient, back in the inputs' dtype
+        grad_a = mm(grad, b.t(), allow_tf32=ctx.allow_tf32) if ctx.needs_input_grad[0] else None
+        grad_b = mm(a.t(), grad, allow_tf32=ctx.allow_tf32) if ctx.needs_input_grad[1] else None
+        return grad_a, grad_b, None, None, None, None
+
+
+class BatchMatMul(torch.autograd.Function):
+    """zoo.bmm of two 3-D tensors under eager autograd."""
+
+    @staticmethod
+    def forward(ctx, a, b, out_dtype, kernel, config):
+        ctx.save_for_backward(a, b)
+        return batched.bmm(a, b, out_dtype=out_dtype, kernel=kernel, config=config)
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        grad = grad.to(a.dtype)
+        grad_a = bmm(grad, b.transpose(1, 2)) if ctx.needs_input_grad[0] else None
+        grad_b = bmm(a.transpose(1, 2), grad) if ctx.needs_input_grad[1] else None
+        return grad_a, grad_b, None, None, None
+
+
+def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, stride=1, padding=0,
+           dilation=1, groups: int = 1, *, out_dtype: torch.dtype | None = None,
+           kernel: str | None = None, config: str | None = None) -> torch.Tensor:
+    if torch.compiler.is_compiling():
+        conv.check_no_grad(x, w, bias)
+        pair = lambda v: [v, v] if isinstance(v, int) else list(v)  # noqa: E731 - the op's int[2]
+        return torch.ops.zoo.conv2d(x, w, bias, pair(stride), pair(padding), pair(dilation), groups,
+                                    out_dtype, kernel, config)
+    return conv.conv2d(x, w, bias, stride, padding, dilation, groups, out_dtype=out_dtype, kernel=kernel,
+                       config=config)
+
+
+conv2d.__doc__ = conv.conv2d.__doc__
+
+
+# ----------------------------------------------------------------------------- custom ops
 
 @torch.library.custom_op("zoo::mm", mutates_args=())
-def mm(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype] = None,
-       kernel_name: Optional[str] = None, config_name: Optional[str] = None,
-       allow_tf32: Optional[bool] = None) -> torch.Tensor:
+def mm_op(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype] = None,
+          kernel_name: Optional[str] = None, config_name: Optional[str] = None,
+          allow_tf32: Optional[bool] = None) -> torch.Tensor:
     return gemm.mm(a, b, out_dtype=out_dtype, kernel=kernel_name, config=config_name, allow_tf32=allow_tf32)
 
 
-@mm.register_fake
+@mm_op.register_fake
 def _(a, b, out_dtype=None, kernel_name=None, config_name=None, allow_tf32=None):
     gemm.check_shapes(a, b, out_dtype)
     return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype or a.dtype)
 
 
 @torch.library.custom_op("zoo::mm_out", mutates_args=("out",))
-def mm_out(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, kernel_name: Optional[str] = None,
-           config_name: Optional[str] = None, allow_tf32: Optional[bool] = None) -> None:
+def mm_out_op(a: torch.Tensor, b: torch.Tensor, out: torch.Tensor, kernel_name: Optional[str] = None,
+              config_name: Optional[str] = None, allow_tf32: Optional[bool] = None) -> None:
     gemm.mm(a, b, out=out, kernel=kernel_name, config=config_name, allow_tf32=allow_tf32)
 
 
-@mm_out.register_fake
+@mm_out_op.register_fake
 def _(a, b, out, kernel_name=None, config_name=None, allow_tf32=None):
     gemm.check_shapes(a, b, out.dtype)
     return None
@@ -51,30 +161,29 @@ def _(a, b, out, kernel_name=None, config_name=None, allow_tf32=None):
 def _mm_setup(ctx, inputs, output):
     a, b, *_, allow_tf32 = inputs
     ctx.save_for_backward(a, b)
-    ctx.options = {"allow_tf32": allow_tf32}  # not kernel/config: the backward's shapes differ
+    ctx.allow_tf32 = allow_tf32
 
 
 def _mm_backward(ctx, grad):
     a, b = ctx.saved_tensors
-    grad = grad.to(a.dtype)  # an fp32 output's gradient, back in the inputs' dtype
-    grad_a = mm(grad, b.t(), **ctx.options) if ctx.needs_input_grad[0] else None
-    grad_b = mm(a.t(), grad, **ctx.options) if ctx.needs_input_grad[1] else None
+    grad = grad.to(a.dtype)
+    grad_a = mm_op(grad, b.t(), allow_tf32=ctx.allow_tf32) if ctx.needs_input_grad[0] else None
+    grad_b = mm_op(a.t(), grad, allow_tf32=ctx.allow_tf32) if ctx.needs_input_grad[1] else None
     return grad_a, grad_b, None, None, None, None
 
 
-mm.register_autograd(_mm_backward, setup_context=_mm_setup)
+mm_op.register_autograd(_mm_backward, setup_context=_mm_setup)
 
 
 @torch.library.custom_op("zoo::bmm", mutates_args=())
-def bmm(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype] = None,
-        kernel_name: Optional[str] = None, config_name: Optional[str] = None) -> torch.Tensor:
-    return batched.bmm(a, b, out_dtype=out_dtype, kernel=kernel_name, config=config_name)
+def bmm_op(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype] = None,
+           kernel_name: Optional[str] = None, config_name: Optional[str] = None) -> torch.Tensor:
+    return batched.bmm(a, b, out_dtype=out_dtype, kernel=kernel_name, config=config_name, cache=False)
 
 
-@bmm.register_fake
+@bmm_op.register_fake
 def _(a, b, out_dtype=None, kernel_name=None, config_name=None):
     if a.dim() != 3 or b.dim() != 3 or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
-        from .cuda import ZooError
         raise ZooError(f"bmm takes (B, M, K) and (B, K, N), got {tuple(a.shape)} and {tuple(b.shape)}")
     return a.new_empty((a.shape[0], a.shape[1], b.shape[2]), dtype=out_dtype or a.dtype)
 
@@ -86,16 +195,61 @@ def _bmm_setup(ctx, inputs, output):
 def _bmm_backward(ctx, grad):
     a, b = ctx.saved_tensors
     grad = grad.to(a.dtype)
-    grad_a = bmm(grad, b.transpose(1, 2)) if ctx.needs_input_grad[0] else None
-    grad_b = bmm(a.transpose(1, 2), grad) if ctx.needs_input_grad[1] else None
+    grad_a = bmm_op(grad, b.transpose(1, 2)) if ctx.needs_input_grad[0] else None
+    grad_b = bmm_op(a.transpose(1, 2), grad) if ctx.needs_input_grad[1] else None
     return grad_a, grad_b, None, None, None
 
 
-bmm.register_autograd(_bmm_backward, setup_context=_bmm_setup)
+bmm_op.register_autograd(_bmm_backward, setup_context=_bmm_setup)
 
 
-def traced(*tensors) -> bool:
-    """Whether a call must go through the ops: torch.compile is tracing it, or autograd
-    records it (grad mode on and an input that requires grad)."""
-    return torch.compiler.is_compiling() or (
-        torch.is_grad_enabled() and any(isinstance(t, torch.Tensor) and t.requires_grad for t in tensors))
+@torch.library.custom_op("zoo::conv2d", mutates_args=())
+def conv2d_op(x: torch.Tensor, w: torch.Tensor, bias: Optional[torch.Tensor], stride: list[int],
+              padding: list[int], dilation: list[int], groups: int, out_dtype: Optional[torch.dtype] = None,
+              kernel_name: Optional[str] = None, config_name: Optional[str] = None) -> torch.Tensor:
+    return conv.conv2d(x, w, bias, tuple(stride), tuple(padding), tuple(dilation), groups, out_dtype=out_dtype,
+                       kernel=kernel_name, config=config_name)
+
+
+@conv2d_op.register_fake
+def _(x, w, bias, stride, padding, dilation, groups, out_dtype=None, kernel_name=None, config_name=None):
+    shape, out_dtype = conv.check_conv(x, w, bias, tuple(stride), tuple(padding), tuple(dilation), groups,
+                                       out_dtype)
+    # conv2d returns an NHWC buffer seen as (N, K, P, Q): channels-last strides.
+    return torch.empty((shape.images, shape.out_channels, shape.p, shape.q), dtype=out_dtype, device=x.device,
+                       memory_format=torch.channels_last)
+
+
+# ----------------------------------------------------------------------------- DTensor
+
+def _register_sharding() -> None:
+    """Sharding rules for the ops (torch.distributed.tensor's register_sharding), as aten.mm and
+    aten.bmm have: zoo.mm / zoo.bmm on DTensors return the right DTensor (redistributing the
+    inputs to the cheapest placement these allow). Without torch.distributed, nothing."""
+    if not torch.distributed.is_available():
+        return
+    try:
+        from torch.distributed.tensor import Partial, Replicate, Shard
+        from torch.distributed.tensor.experimental import register_sharding
+    except ImportError:  # a torch without DTensor (< 2.5)
+        return
+
+    @register_sharding(torch.ops.zoo.mm.default)
+    def _(a, b, out_dtype=None, kernel_name=None, config_name=None, allow_tf32=None):
+        rest = [None] * 4
+        return [([Replicate()], [Replicate(), Replicate(), *rest]),
+                ([Shard(0)], [Shard(0), Replicate(), *rest]),     # rows of a
+                ([Shard(1)], [Replicate(), Shard(1), *rest]),     # columns of b (column-wise parallel)
+                ([Partial()], [Shard(1), Shard(0), *rest])]       # K (row-wise parallel): partial sums
+
+    @register_sharding(torch.ops.zoo.bmm.default)
+    def _(a, b, out_dtype=None, kernel_name=None, config_name=None):
+        rest = [None] * 3
+        return [([Replicate()], [Replicate(), Replicate(), *rest]),
+                ([Shard(0)], [Shard(0), Shard(0), *rest]),        # the batch
+                ([Shard(1)], [Shard(1), Replicate(), *rest]),
+                ([Shard(2)], [Replicate(), Shard(2), *rest]),
+                ([Partial()], [Shard(2), Shard(1), *rest])]
+
+
+_register_sharding()

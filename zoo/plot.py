@@ -63,3 +63,26 @@ def timeline_plot(spans: list[tuple[str, int, float, float]], lanes: list[str], 
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
+
+
+def models_plot(rows: list[dict], title: str, path: str | Path) -> Path:
+    """`zoo bench --model`: for each model and way of running it, torch's time over the zoo's
+    (above 1: the zoo is faster), one horizontal bar each; rows as its --json."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.45 * len(rows)))
+    labels = [f"{r['model']}: {r['case']}" for r in rows]
+    values = [r["torch_ms"] / r["zoo_ms"] for r in rows]
+    colors = ["tab:green" if v >= 1 else "tab:red" for v in values]
+    ax.barh(range(len(rows)), values, color=colors)
+    for i, v in enumerate(values):
+        ax.text(v, i, f" {v:.2f}x", va="center", fontsize=8)
+    ax.axvline(1.0, color="black", linewidth=1)
+    ax.set_yticks(range(len(rows)), labels, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("torch's time / the zoo's time (above 1: the zoo is faster)")
+    ax.set_title(title, fontsize=10)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

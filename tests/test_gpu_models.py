@@ -1,0 +1,233 @@
+"""The zoo inside real models (issue 40): torch.compile in every mode on models whose shapes
+change between calls, training through autograd, zoo.nn.Linear / Conv2d / convert, grouped
+calls in a user's CUDA graph. Each case is checked against the same model on torch's layers."""
+import pytest
+import torch
+
+import zoo
+from zoo import bench, gemm
+
+pytestmark = pytest.mark.gpu
+H = torch.float16
+
+COMPILE_MODES = {
+    "default": dict(),
+    "reduce-overhead": dict(mode="reduce-overhead"),
+    "max-autotune": dict(mode="max-autotune"),
+    "max-autotune-no-cudagraphs": dict(mode="max-autotune-no-cudagraphs"),
+    "dynamic": dict(dynamic=True),
+    "fullgraph": dict(fullgraph=True),
+}
+
+
+def rel(x, y):
+    return bench.relative_error(x.float(), y.double())
+
+
+def mlp(dtype=H, seed=0):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.GELU(), torch.nn.Linear(1024, 256)).to(
+        "cuda", dtype)
+
+
+def zoo_copy(model):
+    """The same model (the same parameters, shared) with its layers on the zoo."""
+    import copy
+    mine = copy.deepcopy(model)
+    swaps = zoo.nn.convert(mine)
+    assert swaps and all(s.swapped for s in swaps), swaps
+    return mine
+
+
+@pytest.fixture(autouse=True)
+def fresh_dynamo():
+    torch._dynamo.reset()
+    torch._dynamo.utils.counters.clear()
+    yield
+    torch._dynamo.reset()
+
+
+@pytest.mark.parametrize("mode", list(COMPILE_MODES))
+def test_every_compile_mode_runs_a_zoo_mlp_with_changing_shapes(mode):
+    """20 calls, the batch changing between them (1, 7, 32, 100 rows): torch's answer each time;
+    under the CUDA-graph modes no skipped graph and no error (the failure of issue 40 item 1:
+    `Detected 2 tensor(s) in the cudagraph pool not tracked as outputs`)."""
+    ref = mlp()
+    mine = torch.compile(zoo_copy(ref), **COMPILE_MODES[mode])
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    with torch.no_grad():
+        for i in range(20):
+            x = torch.randn((1, 7, 32, 100)[i % 4], 256, device="cuda", dtype=H, generator=gen)
+            got, want = mine(x), ref(x)
+            assert got.shape == want.shape and rel(got, want) < 5e-3, (i, rel(got, want))
+    assert torch._dynamo.utils.counters["inductor"]["cudagraph_skips"] == 0
+
+
+@pytest.mark.parametrize("shape", [(128, 128, 128), (1024, 500, 77), (16, 4096, 4096)])
+def test_reduce_overhead_replays_a_bare_zoo_mm(shape):
+    """Issue 40 item 1's lambda: the first call of each shape raised, then an AssertionError;
+    16x4096x4096 splits K on Hopper (a workspace kept per stream)."""
+    m, k, n = shape
+    f = torch.compile(lambda x, y: torch.relu(zoo.mm(x, y)) * 2, mode="reduce-overhead")
+    gen = torch.Generator(device="cuda").manual_seed(2)
+    for _ in range(4):
+        x = torch.randn(m, k, device="cuda", dtype=H, generator=gen)
+        y = torch.randn(k, n, device="cuda", dtype=H, generator=gen)
+        assert rel(f(x, y), torch.relu(x.double() @ y.double()) * 2) < 5e-3
+    assert torch._dynamo.utils.counters["inductor"]["cudagraph_skips"] == 0
+
+
+def test_reduce_overhead_leaves_no_zoo_memory_in_the_graph_pool():
+    """What the zoo keeps across calls (plans, split-K workspaces) holds no tensor: the memory
+    torch's allocator has allocated after a compiled call is its outputs and the inputs."""
+    f = torch.compile(lambda x, y: zoo.mm(x, y), mode="reduce-overhead")
+    x, y = torch.randn(16, 4096, device="cuda", dtype=H), torch.randn(4096, 4096, device="cuda", dtype=H)
+    for _ in range(3):
+        out = f(x, y)
+    torch.cuda.synchronize()
+    assert rel(out, x.double() @ y.double()) < 5e-3
+    assert not gemm._calls or all(not any(isinstance(v, torch.Tensor) for v in vars(p).values())
+                                  for p in gemm._calls.values())
+
+
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead"])
+def test_compiled_training_matches_torch(mode):
+    """Forward and backward of a compiled zoo MLP: loss and every gradient within torch's own
+    error of the torch model's, over batches that change."""
+    ref = mlp(seed=3)
+    mine_eager = zoo_copy(ref)
+    mine = torch.compile(mine_eager, **COMPILE_MODES[mode])
+    gen = torch.Generator(device="cuda").manual_seed(4)
+    for rows in (64, 48, 64, 64):
+        x = torch.randn(rows, 256, device="cuda", dtype=H, generator=gen)
+        for model in (ref, mine_eager):
+            model.zero_grad(set_to_none=True)
+        ref(x).float().square().mean().backward()
+        mine(x).float().square().mean().backward()
+        for (name, p), q in zip(ref.named_parameters(), mine_eager.parameters()):
+            assert rel(q.grad, p.grad) < 2e-2, (name, rel(q.grad, p.grad))
+    assert torch._dynamo.utils.counters["inductor"]["cudagraph_skips"] == 0
+
+
+def test_eager_training_through_zoo_linear_matches_torch():
+    """The eager autograd path (one autograd node per layer): gradients of x, weights and bias."""
+    ref = mlp(dtype=torch.bfloat16, seed=5)
+    mine = zoo_copy(ref)
+    x = torch.randn(33, 256, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+    g = torch.randn(33, 256, device="cuda", dtype=torch.bfloat16)
+    want = torch.autograd.grad(ref(x), [x, *ref.parameters()], g)
+    got = torch.autograd.grad(mine(x), [x, *mine.parameters()], g)
+    for w, m in zip(want, got):
+        assert m.shape == w.shape and rel(m, w) < 2e-2
+    opt = torch.optim.SGD(mine.parameters(), lr=0.1)
+    before = mine[0].weight.detach().clone()
+    mine(x).float().sum().backward()
+    opt.step()
+    assert not torch.equal(before, mine[0].weight)
+
+
+def test_a_torch_state_dict_loads_into_a_converted_model():
+    ref = mlp(seed=6)
+    mine = zoo_copy(mlp(seed=7))
+    mine.load_state_dict(ref.state_dict())
+    x = torch.randn(9, 256, device="cuda", dtype=H)
+    with torch.no_grad():
+        assert rel(mine(x), ref(x)) < 5e-3
+
+
+def small_cnn(seed=8):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 7, stride=2, padding=3), torch.nn.ReLU(),
+        torch.nn.Conv2d(16, 32, 3, padding=1, bias=False), torch.nn.ReLU(),
+        torch.nn.Conv2d(32, 32, 1, stride=2), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+        torch.nn.Linear(32, 10)).to("cuda", H).to(memory_format=torch.channels_last)
+
+
+@pytest.mark.parametrize("mode", ["eager", "default", "reduce-overhead", "fullgraph", "dynamic"])
+def test_a_converted_cnn_in_every_compile_mode(mode):
+    """zoo.conv2d as the custom op zoo::conv2d: torch.compile traces it; images change size."""
+    ref = small_cnn()
+    mine = zoo_copy(ref)
+    run = mine if mode == "eager" else torch.compile(mine, **COMPILE_MODES[mode])
+    gen = torch.Generator(device="cuda").manual_seed(9)
+    with torch.no_grad():
+        for side in (32, 40, 32, 32, 40):
+            x = torch.randn(4, 3, side, side, device="cuda", dtype=H, generator=gen).to(
+                memory_format=torch.channels_last)
+            assert rel(run(x), ref(x)) < 1e-2
+    assert torch._dynamo.utils.counters["inductor"]["cudagraph_skips"] == 0
+
+
+def test_conv_with_grad_enabled_says_how_to_proceed():
+    mine = zoo_copy(small_cnn())
+    x = torch.randn(2, 3, 16, 16, device="cuda", dtype=H)
+    with pytest.raises(zoo.ZooError, match="torch.no_grad"):
+        mine(x)
+
+
+def test_grouped_calls_are_captured_in_a_users_graph():
+    """Issue 40 item 4: a grouped zoo.bmm inside torch.cuda.graph raised `Cannot copy between
+    CPU and CUDA tensors during CUDA graph capture`; its table now goes up as kernel
+    parameters the graph keeps. Replays read new contents; the sm_80 kernel's batched mode
+    (a table too) likewise."""
+    gen = torch.Generator(device="cuda").manual_seed(10)
+    a = [torch.randn(m, 64, device="cuda", dtype=H, generator=gen) for m in (70, 128, 33)]
+    b = [torch.randn(64, n, device="cuda", dtype=H, generator=gen) for n in (40, 96, 130)]
+    A = torch.randn(3, 96, 64, device="cuda", dtype=H, generator=gen)
+    B = torch.randn(3, 64, 80, device="cuda", dtype=H, generator=gen)
+    zoo.bmm(a, b)
+    zoo.bmm(A, B, kernel="sm80_gemm_mma")  # compiled outside the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        outs = zoo.bmm(a, b)
+        out3 = zoo.bmm(A, B, kernel="sm80_gemm_mma")
+    for _ in range(2):
+        for t in (*a, A):
+            t.copy_(torch.randn(t.shape, device="cuda", dtype=H, generator=gen))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert all(bench.verify(x, y, c).ok for x, y, c in zip(a, b, outs))
+        assert all(bench.verify(x, y, c).ok for x, y, c in zip(A, B, out3))
+
+
+def test_batched_table_kernel_under_reduce_overhead():
+    """The zoo::bmm op with a kernel that reads a table (sm_80's batched mode): the table is the
+    call's own, not kept in the graph pool."""
+    f = torch.compile(lambda x, y: zoo.bmm(x, y, kernel="sm80_gemm_mma") + 1, mode="reduce-overhead")
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    with torch.no_grad():
+        for batch in (3, 3, 5, 3):
+            x = torch.randn(batch, 64, 48, device="cuda", dtype=H, generator=gen)
+            y = torch.randn(batch, 48, 72, device="cuda", dtype=H, generator=gen)
+            assert rel(f(x, y), torch.bmm(x.double(), y.double()) + 1) < 5e-3
+    assert torch._dynamo.utils.counters["inductor"]["cudagraph_skips"] == 0
+
+
+def tiny_llama():
+    transformers = pytest.importorskip("transformers")
+    config = transformers.LlamaConfig(hidden_size=256, intermediate_size=688, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=2, vocab_size=1000,
+                                      max_position_embeddings=256)
+    torch.manual_seed(12)
+    return transformers.LlamaForCausalLM(config).to("cuda", H).eval()
+
+
+@pytest.mark.parametrize("mode", ["eager", "default", "reduce-overhead", "max-autotune-no-cudagraphs"])
+def test_a_converted_llama_gives_torchs_logits(mode):
+    """A transformers Llama after zoo.nn.convert, eager and compiled, prompts of changing
+    length: the same logits as the torch model."""
+    ref = tiny_llama()
+    mine = tiny_llama()
+    swaps = zoo.nn.convert(mine)
+    assert sum(s.swapped for s in swaps) == 2 * 7 + 1  # q k v o gate up down per layer, and the head
+    run = mine if mode == "eager" else torch.compile(mine, **COMPILE_MODES[mode])
+    gen = torch.Generator(device="cuda").manual_seed(13)
+    with torch.no_grad():
+        for length in (16, 23, 16, 16):
+            ids = torch.randint(0, 1000, (2, length), device="cuda", generator=gen)
+            got, want = run(ids).logits, ref(ids).logits
+            assert rel(got, want) < 2e-2
+            assert (got.argmax(-1) == want.argmax(-1)).float().mean() > 0.95
+    assert torch._dynamo.utils.counters["inductor"]["cudagraph_skips"] == 0

@@ -1,0 +1,271 @@
+"""Whole-model benchmarks: the same model on torch's layers and after zoo.nn.convert, side by
+side in one process (`zoo bench --model llama|resnet50|mlp-train`).
+
+Every model has random weights (nothing is downloaded): a Llama of about 1B parameters
+(transformers), torchvision's ResNet-50, and an MLP of 8 Linear(1024, 1024) layers trained
+with SGD. Outputs are compared first; then each way of running (eager, a CUDA graph,
+torch.compile) is timed for both models in alternating repeats (the host drifts), and the
+median of each is reported. Times are wall clock per call after a synchronize: the host's
+share counts, as it does for a user.
+"""
+
+from __future__ import annotations
+
+import copy
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from . import nn as zoo_nn
+from .cuda import ZooError
+
+MODELS = ("llama", "resnet50", "mlp-train")
+
+
+@dataclass
+class Row:
+    """One way of running one model: torch's and the zoo's median ms, and the outputs' check."""
+    model: str
+    case: str
+    torch_ms: float
+    zoo_ms: float
+    check: str = ""
+    spreads: tuple[float, float] = (0.0, 0.0)
+
+    @property
+    def speedup(self) -> float:
+        """torch's time over the zoo's: above 1, the zoo is faster."""
+        return self.torch_ms / self.zoo_ms
+
+
+@dataclass
+class Report:
+    rows: list[Row] = field(default_factory=list)
+    swaps: dict[str, str] = field(default_factory=dict)   # model: "swapped N of M layers"
+    notes: list[str] = field(default_factory=list)
+
+
+def _sync_ms(fn: Callable[[], object], calls: int) -> float:
+    """Wall-clock ms per call of `fn`, `calls` calls back to back, from a synchronized start to
+    a synchronized end."""
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    torch.cuda.synchronize()
+    return (time.perf_counter() - start) * 1e3 / calls
+
+
+def side_by_side(mine: Callable[[], object], theirs: Callable[[], object], calls: int,
+                 repeats: int) -> tuple[float, float, float, float]:
+    """(torch ms, zoo ms, torch spread, zoo spread): medians over `repeats` alternating rounds
+    (which goes first alternates too), each `calls` calls; spread = (max - min) / median."""
+    mine(), theirs()  # warm: compiles, captures, autotunes
+    t, z = [], []
+    for r in range(repeats):
+        order = ((theirs, t), (mine, z)) if r % 2 == 0 else ((mine, z), (theirs, t))
+        for fn, out in order:
+            out.append(_sync_ms(fn, calls))
+
+    def spread(v):
+        return (max(v) - min(v)) / statistics.median(v)
+    return statistics.median(t), statistics.median(z), spread(t), spread(z)
+
+
+def relative_error(x: torch.Tensor, y: torch.Tensor) -> float:
+    x, y = x.double(), y.double()
+    return ((x - y).norm() / y.norm().clamp_min(1e-30)).item()
+
+
+def converted(model: torch.nn.Module) -> tuple[torch.nn.Module, str]:
+    """A deep copy of `model` with its layers on the zoo, and a line saying how many."""
+    mine = copy.deepcopy(model)
+    swaps = zoo_nn.convert(mine)
+    left = [s for s in swaps if not s.swapped]
+    line = f"{len(swaps) - len(left)} of {len(swaps)} Linear/Conv2d layers on the zoo"
+    if left:
+        line += "; left: " + ", ".join(f"{s.name} ({s.reason})" for s in left[:3]) + (" ..." if len(left) > 3 else "")
+    return mine, line
+
+
+def _graphed(fn: Callable[[], torch.Tensor]) -> Callable[[], torch.Tensor]:
+    """fn captured once into a CUDA graph (after a warm-up on a side stream), replayed after."""
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = fn()
+    return lambda: (graph.replay(), out)[1]
+
+
+# ----------------------------------------------------------------------------- models
+
+def llama_model(dtype: torch.dtype, layers: int = 16) -> torch.nn.Module:
+    """A Llama of about 1.2B parameters at 16 layers (Llama 3.2 1B's shape, a 32000 vocabulary),
+    random weights."""
+    try:
+        import transformers
+    except ImportError as exc:
+        raise ZooError("--model llama needs transformers (pip install 'zoo[models]')") from exc
+    config = transformers.LlamaConfig(hidden_size=2048, intermediate_size=8192, num_hidden_layers=layers,
+                                      num_attention_heads=32, num_key_value_heads=8, vocab_size=32000,
+                                      max_position_embeddings=2048, attn_implementation="sdpa")
+    torch.manual_seed(0)
+    return transformers.LlamaForCausalLM(config).to("cuda", dtype).eval()
+
+
+def resnet50_model(dtype: torch.dtype) -> torch.nn.Module:
+    try:
+        import torchvision
+    except ImportError as exc:
+        raise ZooError("--model resnet50 needs torchvision (pip install 'zoo[models]')") from exc
+    torch.manual_seed(0)
+    return torchvision.models.resnet50(weights=None).to("cuda", dtype).to(memory_format=torch.channels_last).eval()
+
+
+def bench_llama(report: Report, dtype: torch.dtype, calls: int, repeats: int, layers: int = 16,
+                progress: Callable[[str], None] = print) -> None:
+    ref = llama_model(dtype, layers)
+    mine, report.swaps["llama"] = converted(ref)
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    prompt = torch.randint(0, ref.config.vocab_size, (4, 512), device="cuda", generator=gen)
+    with torch.inference_mode():
+        want, got = ref(prompt).logits, mine(prompt).logits
+        agree = (want.argmax(-1) == got.argmax(-1)).float().mean().item()
+        check = f"rel. error {relative_error(got, want):.1e}, next-token agreement {100 * agree:.1f}%"
+        progress("llama: prefill eager")
+        report.rows.append(Row("llama", "prefill 4x512, eager", **_pair(lambda: mine(prompt).logits,
+                                                                      lambda: ref(prompt).logits, calls, repeats),
+                               check=check))
+        progress("llama: prefill compiled")
+        c_mine, c_ref = torch.compile(mine), torch.compile(ref)
+        report.rows.append(Row("llama", "prefill 4x512, torch.compile", **_pair(lambda: c_mine(prompt).logits,
+                                                                              lambda: c_ref(prompt).logits,
+                                                                              calls, repeats)))
+        torch._dynamo.reset()
+        one = prompt[:1, :32]
+        for name, compiled_mode in (("decode 64 tokens, eager", None), ("decode 64 tokens, static cache, "
+                                                                        "reduce-overhead", "reduce-overhead")):
+            progress(f"llama: {name}")
+            dec_mine, dec_ref = (_decoder(m, one, 64, compiled_mode) for m in (mine, ref))
+            tokens_mine, tokens_ref = dec_mine(), dec_ref()
+            same = (tokens_mine == tokens_ref).float().mean().item()
+            report.rows.append(Row("llama", name, **_pair(dec_mine, dec_ref, 1, repeats),
+                                   check=f"{100 * same:.0f}% of greedy tokens equal"))
+            torch._dynamo.reset()
+
+
+def _decoder(model, prompt: torch.Tensor, tokens: int, mode: str | None) -> Callable[[], torch.Tensor]:
+    """Greedy decoding of `tokens` tokens at batch 1 after `prompt`: eager with transformers'
+    dynamic cache, or with a static cache and the step compiled in `mode`."""
+    import transformers
+    if mode is None:
+        def run():
+            cache = transformers.DynamicCache()
+            out = model(prompt, past_key_values=cache, use_cache=True)
+            ids = [out.logits[:, -1].argmax(-1, keepdim=True)]
+            for _ in range(tokens - 1):
+                out = model(ids[-1], past_key_values=cache, use_cache=True)
+                ids.append(out.logits[:, -1].argmax(-1, keepdim=True))
+            return torch.cat(ids, 1)
+        return run
+    cache = transformers.StaticCache(config=model.config, max_batch_size=1, max_cache_len=prompt.shape[1] + tokens,
+                                     device="cuda", dtype=model.dtype)
+    step = torch.compile(lambda ids, pos: model(ids, past_key_values=cache, cache_position=pos, use_cache=True).logits,
+                         mode=mode)
+
+    def run():
+        cache.reset()
+        logits = model(prompt, past_key_values=cache, cache_position=torch.arange(prompt.shape[1], device="cuda"),
+                       use_cache=True).logits
+        ids = [logits[:, -1].argmax(-1, keepdim=True)]
+        for i in range(tokens - 1):
+            pos = torch.tensor([prompt.shape[1] + i], device="cuda")
+            ids.append(step(ids[-1], pos)[:, -1].argmax(-1, keepdim=True).clone())
+        return torch.cat(ids, 1)
+    return run
+
+
+def bench_resnet50(report: Report, dtype: torch.dtype, calls: int, repeats: int, batch: int = 32,
+                   progress: Callable[[str], None] = print) -> None:
+    ref = resnet50_model(dtype)
+    mine, report.swaps["resnet50"] = converted(ref)
+    gen = torch.Generator(device="cuda").manual_seed(2)
+    x = torch.randn(batch, 3, 224, 224, device="cuda", dtype=dtype, generator=gen).to(memory_format=torch.channels_last)
+    torch.backends.cudnn.benchmark = True
+    with torch.inference_mode():
+        want, got = ref(x), mine(x)
+        check = f"rel. error {relative_error(got, want):.1e}, top-1 equal " \
+                f"{100 * (want.argmax(1) == got.argmax(1)).float().mean().item():.0f}%"
+    with torch.no_grad():
+        progress("resnet50: eager")
+        report.rows.append(Row("resnet50", f"batch {batch}, eager", **_pair(lambda: mine(x), lambda: ref(x), calls,
+                                                                         repeats), check=check))
+        progress("resnet50: CUDA graph")
+        g_mine, g_ref = _graphed(lambda: mine(x)), _graphed(lambda: ref(x))
+        report.rows.append(Row("resnet50", f"batch {batch}, CUDA graph", **_pair(g_mine, g_ref, calls, repeats)))
+        progress("resnet50: torch.compile")
+        c_mine, c_ref = torch.compile(mine), torch.compile(ref)
+        report.rows.append(Row("resnet50", f"batch {batch}, torch.compile", **_pair(lambda: c_mine(x),
+                                                                                 lambda: c_ref(x), calls, repeats)))
+        torch._dynamo.reset()
+
+
+def mlp(dtype: torch.dtype, width: int = 1024, layers: int = 8) -> torch.nn.Module:
+    torch.manual_seed(3)
+    parts = []
+    for _ in range(layers):
+        parts += [torch.nn.Linear(width, width), torch.nn.ReLU()]
+    return torch.nn.Sequential(*parts[:-1]).to("cuda", dtype)
+
+
+def bench_mlp_train(report: Report, dtype: torch.dtype, calls: int, repeats: int,
+                    progress: Callable[[str], None] = print) -> None:
+    """A training step (forward, backward, SGD) of 8 Linear(1024, 1024): batch 16 (host-bound)
+    and 8192 (device-bound)."""
+    for batch in (16, 8192):
+        ref = mlp(dtype)
+        mine, report.swaps["mlp-train"] = converted(ref)
+        gen = torch.Generator(device="cuda").manual_seed(4)
+        x = torch.randn(batch, 1024, device="cuda", dtype=dtype, generator=gen)
+        steps = []
+        for model in (mine, ref):
+            opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+
+            def step(model=model, opt=opt):
+                opt.zero_grad(set_to_none=True)
+                model(x).float().square().mean().backward()
+                opt.step()
+            steps.append(step)
+        grads = []
+        for model in (ref, mine):
+            model.zero_grad(set_to_none=True)
+            model(x).float().square().mean().backward()
+            grads.append(model[0].weight.grad.clone())
+        check = f"first layer's weight gradient: rel. error {relative_error(grads[1], grads[0]):.1e}"
+        progress(f"mlp-train: batch {batch}")
+        report.rows.append(Row("mlp-train", f"8 x Linear(1024, 1024), batch {batch}, eager step",
+                               **_pair(steps[0], steps[1], calls, repeats), check=check))
+
+
+def _pair(mine, theirs, calls, repeats) -> dict:
+    t, z, st, sz = side_by_side(mine, theirs, calls, repeats)
+    return {"torch_ms": t, "zoo_ms": z, "spreads": (st, sz)}
+
+
+def run(models: list[str], dtype: torch.dtype = torch.float16, calls: int = 10, repeats: int = 7,
+        progress: Callable[[str], None] = print) -> Report:
+    report = Report()
+    benches = {"llama": bench_llama, "resnet50": bench_resnet50, "mlp-train": bench_mlp_train}
+    for name in models:
+        if name not in benches:
+            raise ZooError(f"--model must be one of {', '.join(MODELS)}, got {name!r}")
+        benches[name](report, torch.bfloat16 if name == "mlp-train" else dtype, calls, repeats, progress=progress)
+    return report
