@@ -231,3 +231,22 @@ def test_a_converted_llama_gives_torchs_logits(mode):
             assert rel(got, want) < 2e-2
             assert (got.argmax(-1) == want.argmax(-1)).float().mean() > 0.95
     assert torch._dynamo.utils.counters["inductor"]["cudagraph_skips"] == 0
+
+
+@pytest.mark.parametrize("config", [None, "128x256c2", "128x192ppc2x2", "64x128ppc2", "128x128", "16x128s", "64x64s"])
+def test_a_transposed_weight_is_read_in_place(config):
+    """x @ W^T with W (N, K) as torch.nn.Linear keeps it: on Hopper B is read column-major in
+    place (the kernel's B^T map, clusters multicasting shares of its rows, swap-AB tiles), no
+    copy; a column stride TMA cannot take (K = 100) is copied, still right."""
+    if gemm.device_limits(torch.cuda.current_device()).cc != (9, 0):
+        pytest.skip("B column-major is the sm_90a kernel's build")
+    gen = torch.Generator(device="cuda").manual_seed(14)
+    for m, n, k in ((1, 4096, 4096), (16, 1024, 4096), (200, 770, 136), (1024, 2048, 1024), (64, 96, 100)):
+        for dtype in (H, torch.bfloat16):
+            a = torch.randn(m, k, device="cuda", dtype=dtype, generator=gen)
+            w = torch.randn(n, k, device="cuda", dtype=dtype, generator=gen)
+            plan = gemm.plan_call(a, w.t(), None, None, config, None, None)
+            assert plan.copy_b == (k % 8 != 0), (m, n, k)
+            for out_dtype in (None, torch.float32):
+                c = zoo.mm(a, w.t(), config=config, out_dtype=out_dtype)
+                assert bench.verify(a, w.t(), c).ok, (config, m, n, k, dtype, out_dtype)

@@ -11,6 +11,7 @@ from . import configs as cfgs
 from . import cuda, sass
 from .arch import ArchLimits
 from .registry import KernelSpec
+from .specs.base import B_COLUMN_MAJOR
 
 
 @dataclass(frozen=True)
@@ -39,22 +40,32 @@ class BuildReport:
 def build_and_check(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits) -> BuildReport:
     cfgs.validate(cfg, spec, limits)
     smem = spec.smem_bytes(cfg)
-    cubin = cuda.compile_cubin(spec.source, limits.arch, spec.defines(cfg), kernel=spec.name, config=cfg.name)
     entries = []
-    # Every entry point: one GEMM, and (GEMM kernels) the grouped launch (zoo.bmm) over a table of them.
+    # Every entry point: one GEMM, and (GEMM kernels) the grouped launch (zoo.bmm) over a table
+    # of them; a kernel that also reads B column-major ("row x col") is built that way too,
+    # for its one-GEMM entries (its dtypes column says "B col").
     suffixes = ("", "_grouped") if spec.op == "gemm" and spec.grouped else ("",)
-    functions = [(pair, name + suffix) for pair, name in spec.entry.items() for suffix in suffixes]
-    for (in_dtype, out_dtype), function in functions:
-        dtypes = f"{in_dtype}->{out_dtype}".replace("bfloat", "bf").replace("float", "fp")
-        res = sass.resources(cubin.image, function)
-        sig = sass.check_signature(sass.function_sass(cubin.image, function), spec.sass_required, spec.sass_forbidden)
-        occ = sass.occupancy(limits, cfg.threads, res.registers, smem + res.static_smem)
-        problems = [f"missing {m}" for m in sig.missing] + [f"has {f}" for f in sig.forbidden]
-        if res.local_bytes or res.stack:
-            problems.append(f"uses local memory ({res.local_bytes} B local, {res.stack} B stack)")
-        if res.registers > limits.max_regs_per_thread:
-            problems.append(f"{res.registers} registers > {limits.max_regs_per_thread}")
-        if occ.blocks_per_sm < 1:
-            problems.append(f"no block fits an SM ({occ.limiter})")
-        entries.append(EntryReport(function, dtypes, res, sig, occ, tuple(problems)))
+    builds = [(False, suffixes)] + ([(True, ("",))] if B_COLUMN_MAJOR in spec.layouts else [])
+    for b_col, names in builds:
+        cubin = cuda.compile_cubin(spec.source, limits.arch, spec.defines(cfg, b_col), kernel=spec.name,
+                                   config=cfg.name)
+        functions = [(pair, name + suffix) for pair, name in spec.entry.items() for suffix in names]
+        for (in_dtype, out_dtype), function in functions:
+            dtypes = f"{in_dtype}->{out_dtype}".replace("bfloat", "bf").replace("float", "fp") + (", B col" if b_col else "")
+            entries.append(_check_entry(spec, cfg, limits, smem, cubin, function, dtypes))
     return BuildReport(spec.name, cfg, limits.arch, smem, tuple(entries))
+
+
+def _check_entry(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits, smem: int, cubin: cuda.Cubin,
+                 function: str, dtypes: str) -> EntryReport:
+    res = sass.resources(cubin.image, function)
+    sig = sass.check_signature(sass.function_sass(cubin.image, function), spec.sass_required, spec.sass_forbidden)
+    occ = sass.occupancy(limits, cfg.threads, res.registers, smem + res.static_smem)
+    problems = [f"missing {m}" for m in sig.missing] + [f"has {f}" for f in sig.forbidden]
+    if res.local_bytes or res.stack:
+        problems.append(f"uses local memory ({res.local_bytes} B local, {res.stack} B stack)")
+    if res.registers > limits.max_regs_per_thread:
+        problems.append(f"{res.registers} registers > {limits.max_regs_per_thread}")
+    if occ.blocks_per_sm < 1:
+        problems.append(f"no block fits an SM ({occ.limiter})")
+    return EntryReport(function, dtypes, res, sig, occ, tuple(problems))

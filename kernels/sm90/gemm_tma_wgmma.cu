@@ -25,6 +25,10 @@
 //   channels x BK input channels per K-tile at the tap, stored K-major (BN rows x 128 B, like
 //   A) and read by wgmma without the transpose (ZOO_B_K_MAJOR); channels past C read as zero.
 //   C is the NHWC output. Same ring, scheduler, split-K and epilogue; no clusters.
+//   Built with -DZOO_B_K_MAJOR alone (a GEMM whose B is given column-major, as B^T (N, K)
+//   row-major: torch.nn.Linear's x @ W^T reads W in place): tmap_b is then (N rows, K cols),
+//   one box of BN / CLUSTER_M rows x 128 B per K-tile and CTA, stored K-major like A and read
+//   by wgmma without the transpose (swap-AB tiles read it as their A, also untransposed).
 //   Runs on CC 9.0 only (wgmma, setmaxnreg: compiled for sm_90a by NVRTC in zoo/cuda.py, with
 //   the tile shape and STAGES as -D defines).
 //
@@ -186,7 +190,10 @@ static_assert(SWAP_AB ? ((MMA_N == 8 || MMA_N == 16 || MMA_N == 32 || MMA_N == 6
                       : (MMA_N == 64 || MMA_N == 128 || MMA_N == 192 || MMA_N == 256),
               "wgmma wrappers exist for N = 64, 128, 192 and 256 (swap-AB: 8, 16, 32, 64; cooperative consumers)");
 #ifdef ZOO_B_K_MAJOR
-static_assert(!SWAP_AB, "swap-AB reads B N-major as wgmma's transposed A");
+static_assert(!TF32, "the TF32 build loads B's fragments from an N-major stage");
+#ifdef ZOO_CONV
+static_assert(!SWAP_AB, "a convolution's tiles are not swapped");
+#endif
 #endif
 // Epilogue chunk: C rows per staged box (the host's C map box rows, zoo/specs/sm90_wgmma.py).
 constexpr int C_BOX_ROWS = TRANSPOSED && WG_M < 64 ? WG_M : 64;
@@ -200,6 +207,9 @@ constexpr int B_SHARE_ROWS = BK / CLUSTER_M;  // the K rows of each B box one CT
 static_assert(CLUSTER >= 1 && CLUSTER <= 8, "portable cluster sizes: at most 8 CTAs");
 static_assert(A_SHARE_ROWS % 8 == 0 && B_SHARE_ROWS % 8 == 0 && BM % CLUSTER_N == 0 && BK % CLUSTER_M == 0,
               "each CTA's share of a box is whole swizzle atoms (8 rows), so the shares tile the box");
+#ifdef ZOO_B_K_MAJOR
+static_assert(BN % CLUSTER_M == 0 && (BN / CLUSTER_M) % 8 == 0, "each CTA multicasts whole 8-row atoms of B^T");
+#endif
 static_assert(A_STAGE_BYTES % ATOM_BYTES == 0 && B_BOX_BYTES % ATOM_BYTES == 0,
               "stages and boxes must keep 1024-byte alignment");
 static_assert(CONSUMER_REGS >= M_SUBS * ACC_REGS + (TF32 ? 56 : 40), "the accumulators must fit the consumers' registers");
@@ -678,7 +688,8 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
   // (WG_M rows, K-major), B's box wg_n0 / 64 is wgmma's A operand (64 columns, N-major).
   const unsigned long long desc_a0 = sw128_descriptor(a_smem + wg_m0 * SWIZZLE_BYTES, 16, ATOM_BYTES);
 #ifdef ZOO_B_K_MAJOR
-  // B (a convolution's weights): K-major like A, BN rows of 128 B, 8-row groups 1024 B apart.
+  // B K-major like A (a convolution's weights, or B given column-major): BN rows of 128 B,
+  // 8-row groups 1024 B apart.
   const unsigned long long desc_b0 = sw128_descriptor(b_smem + wg_n0 * SWIZZLE_BYTES, 16, ATOM_BYTES);
   constexpr int B_K_STEP_BYTES = 32;  // a k16 step: 32 bytes along the swizzled row
 #else
@@ -933,7 +944,16 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
           else
             tma_load_3d(a_dst, tmap_a, bar, kt * BK, tile_m * BM, w.matrix);
 #endif
-#ifndef ZOO_CONV
+#if defined(ZOO_B_K_MAJOR) && !defined(ZOO_CONV)
+          // B^T's rows tile_n * BN.. are this tile's columns of B, K-major: each CTA of a cluster
+          // column loads 1/CLUSTER_M of them and multicasts its share.
+          const int b_row = sched.rank_m * (BN / CLUSTER_M);
+          const unsigned b_dst = b_smem + stage * B_STAGE_BYTES + b_row * SWIZZLE_BYTES;
+          if constexpr (CLUSTER_M > 1)
+            tma_load_3d_multicast(b_dst, tmap_b, bar, kt * BK, tile_n * BN + b_row, w.matrix, column_mask);
+          else
+            tma_load_3d(b_dst, tmap_b, bar, kt * BK, tile_n * BN, w.matrix);
+#elif !defined(ZOO_CONV)
           const int b_row = sched.rank_m * B_SHARE_ROWS;
 #pragma unroll
           for (int box = 0; box < BN / BOX_COLS; ++box) {

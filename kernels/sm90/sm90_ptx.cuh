@@ -314,12 +314,18 @@ ZOO_WGMMA_WRAPPER(Wgmma, 64, ZOO_TRANS_AB, 32, 33, 34, ZOO_REGS32, ZOO_ACC32)
 // Swap-AB: A(64x16) M-major (imm-trans-a = 1), B(16xN) K-major (imm-trans-b = 0), N = 8..64:
 // A is a 64-column box of the GEMM's B stage, B the GEMM's A rows, so D is a transposed slice
 // of C with as few as 8 of its rows.
+// ZOO_B_K_MAJOR builds read the B box K-major: imm-trans-a = 0.
+#ifdef ZOO_B_K_MAJOR
+#define ZOO_TRANS_SWAP "0, 0"
+#else
+#define ZOO_TRANS_SWAP "1, 0"
+#endif
 template <int N, bool BF16>
 struct WgmmaSwapAB;  // N = 8, 16, 32 or 64 rows of C per warpgroup
-ZOO_WGMMA_WRAPPER(WgmmaSwapAB, 8, "1, 0", 4, 5, 6, ZOO_REGS4, ZOO_ACC4(0))
-ZOO_WGMMA_WRAPPER(WgmmaSwapAB, 16, "1, 0", 8, 9, 10, ZOO_REGS8, ZOO_ACC8(0))
-ZOO_WGMMA_WRAPPER(WgmmaSwapAB, 32, "1, 0", 16, 17, 18, ZOO_REGS16, ZOO_ACC16)
-ZOO_WGMMA_WRAPPER(WgmmaSwapAB, 64, "1, 0", 32, 33, 34, ZOO_REGS32, ZOO_ACC32)
+ZOO_WGMMA_WRAPPER(WgmmaSwapAB, 8, ZOO_TRANS_SWAP, 4, 5, 6, ZOO_REGS4, ZOO_ACC4(0))
+ZOO_WGMMA_WRAPPER(WgmmaSwapAB, 16, ZOO_TRANS_SWAP, 8, 9, 10, ZOO_REGS8, ZOO_ACC8(0))
+ZOO_WGMMA_WRAPPER(WgmmaSwapAB, 32, ZOO_TRANS_SWAP, 16, 17, 18, ZOO_REGS16, ZOO_ACC16)
+ZOO_WGMMA_WRAPPER(WgmmaSwapAB, 64, ZOO_TRANS_SWAP, 32, 33, 34, ZOO_REGS32, ZOO_ACC32)
 
 // D(64xN, f32) (+)= A(64x8, tf32, registers) * B(8xN, tf32, shared memory, K-major). wgmma
 // reads tf32 only K-major from shared memory; A from registers may come from any layout. The

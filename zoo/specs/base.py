@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..registry import Problem
 
 ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}
+B_COLUMN_MAJOR = "row x col"  # a layout: B read column-major in place
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,9 @@ class KernelSpec:
     exact_cc: tuple[int, int] | None     # arch-specific code (sm_90a) runs on one CC only
     arch_specific: bool                  # compile for sm_XYa instead of sm_XY
     offline_archs: tuple[str, ...]       # targets `zoo build --arch` compiles it for
-    layouts: tuple[str, ...]             # "row x row": A (M,K) and B (K,N) both row-major
+    # "row x row": A (M,K) and B (K,N) both row-major; "row x col": B may also be read
+    # column-major in place (B^T row-major, as x @ W^T gives W), a build with ZOO_B_K_MAJOR.
+    layouts: tuple[str, ...]
     entry: dict[tuple[str, str], str]    # (input dtype, output dtype) -> extern "C" name
     aligned_rows: bool                   # needs 16-byte-aligned rows (cp.async, TMA); else copied
     mma_shape: tuple[int, int, int]
@@ -70,6 +73,8 @@ class KernelSpec:
     # The by-value argument that tells a persistent TMA kernel how its unit numbers decode,
     # for a config and (M, N, K, K slices): divisions worked out once per layout, not per unit.
     unit_layout: Callable[[cfgs.TileConfig, int, int, int, int], object] | None = None
+    # TMA kernels that read B column-major ("row x col"): B^T's box (rows, cols) for a config.
+    b_col_box: Callable[[cfgs.TileConfig], tuple[int, int]] | None = None
     tf32: bool = False                   # rounds fp32 inputs to TF32: only where the problem allows it
     extra_defines: dict[str, int] = field(default_factory=dict)  # -D values that select a variant
     # What it computes: "gemm" (zoo.mm, zoo.bmm) or "conv" (zoo.conv2d: an implicit GEMM over an
@@ -110,8 +115,9 @@ class KernelSpec:
     def compile_arch(self, cc: tuple[int, int]) -> str:
         return device_arch(cc, self.arch_specific)
 
-    def defines(self, c: cfgs.TileConfig) -> dict[str, int]:
-        return {"ZOO_BM": c.block_m, "ZOO_BN": c.block_n, "ZOO_BK": c.block_k,
+    def defines(self, c: cfgs.TileConfig, b_col: bool = False) -> dict[str, int]:
+        """The -D defines of a config's build; b_col: B read column-major ("row x col")."""
+        return {**({"ZOO_B_K_MAJOR": 1} if b_col else {}),"ZOO_BM": c.block_m, "ZOO_BN": c.block_n, "ZOO_BK": c.block_k,
                 "ZOO_WARP_M": c.warp_m, "ZOO_WARP_N": c.warp_n, "ZOO_STAGES": c.stages,
                 "ZOO_GROUP_M": c.group_m, "ZOO_CLUSTER_M": c.cluster_m, "ZOO_CLUSTER_N": c.cluster_n,
                 "ZOO_SMEM_BYTES": self.smem_bytes(c), "ZOO_THREADS": c.threads, **({"ZOO_PINGPONG": 1} if c.pingpong else {}),
