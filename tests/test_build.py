@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from zoo import ZooCudaError, arch, build, configs, cuda, registry, sass
+from zoo.specs.base import layout
 
 MATRIX = [(a, k, c) for k in registry.KERNELS for a in k.offline_archs for c in k.configs]
 
@@ -21,10 +22,12 @@ def test_compiles_with_its_signature_and_fits(target, spec, cfg):
         pytest.skip(f"{cfg.name} does not fit {target}: {configs.problems(cfg, spec, lim)}")
     report = build.build_and_check(spec, cfg, lim)
     grouped = ("", "_grouped") if spec.op == "gemm" and spec.grouped else ("",)  # conv and streaming kernels have none
-    assert {e.function for e in report.entries if "B col" not in e.dtypes} == \
+    assert {e.function for e in report.entries if " x " not in e.dtypes} == \
         {f + g for f in spec.entry.values() for g in grouped}
-    b_col = {e.function for e in report.entries if "B col" in e.dtypes}  # the build reading B column-major
-    assert b_col == (set(spec.entry.values()) if "row x col" in spec.layouts else set())
+    for a_col, b_col in ((False, True), (True, False), (True, True)):  # the builds reading operands column-major
+        built = {e.function for e in report.entries if e.dtypes.endswith(layout(a_col, b_col))}
+        wanted = layout(a_col, b_col) in spec.layouts and not (a_col and cfg.swap_ab)
+        assert built == (set(spec.entry.values()) if wanted else set()), layout(a_col, b_col)
     for e in report.entries:
         assert e.problems == (), f"{e.function}: {e.problems}"
         assert e.signature.missing == [] and e.signature.forbidden == []

@@ -250,3 +250,24 @@ def test_a_transposed_weight_is_read_in_place(config):
             for out_dtype in (None, torch.float32):
                 c = zoo.mm(a, w.t(), config=config, out_dtype=out_dtype)
                 assert bench.verify(a, w.t(), c).ok, (config, m, n, k, dtype, out_dtype)
+
+
+@pytest.mark.parametrize("config", [None, "128x256", "128x192ppc2x2", "128x128c2", "64x64pp", "128x192ppc2"])
+def test_a_transposed_gradient_is_read_in_place(config):
+    """dW = dY^T X (a linear layer's weight gradient): on Hopper A is read column-major in place
+    (A^T's map, cluster rows multicasting shares of its K rows), also with B column-major;
+    a swap-AB tile copies A (its A stage is wgmma's K-major B)."""
+    if gemm.device_limits(torch.cuda.current_device()).cc != (9, 0):
+        pytest.skip("A column-major is the sm_90a kernel's build")
+    gen = torch.Generator(device="cuda").manual_seed(15)
+    for batch, n, k in ((16, 1024, 1024), (8192, 1024, 1024), (200, 4096, 1024), (64, 776, 136), (33, 96, 64)):
+        for dtype in (H, torch.bfloat16):
+            dy = torch.randn(batch, n, device="cuda", dtype=dtype, generator=gen)
+            x = torch.randn(batch, k, device="cuda", dtype=dtype, generator=gen)
+            w = torch.randn(k, batch, device="cuda", dtype=dtype, generator=gen)  # for "col x col": x^T as w.t()
+            for a, b in ((dy.t(), x), (dy.t(), w.t())):
+                plan = gemm.plan_call(a, b, None, None, config, None, None)
+                swapped = plan.launch.choice[1].endswith("s")
+                assert plan.copy_a == swapped, (config, batch, n, k, plan.launch.choice)
+                c = zoo.mm(a, b, config=config)
+                assert bench.verify(a, b, c).ok, (config, batch, n, k, dtype, b.stride())

@@ -11,7 +11,7 @@ from . import configs as cfgs
 from . import cuda, sass
 from .arch import ArchLimits
 from .registry import KernelSpec
-from .specs.base import B_COLUMN_MAJOR
+from .specs.base import column_layouts, layout
 
 
 @dataclass(frozen=True)
@@ -42,16 +42,17 @@ def build_and_check(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits) 
     smem = spec.smem_bytes(cfg)
     entries = []
     # Every entry point: one GEMM, and (GEMM kernels) the grouped launch (zoo.bmm) over a table
-    # of them; a kernel that also reads B column-major ("row x col") is built that way too,
-    # for its one-GEMM entries (its dtypes column says "B col").
+    # of them; a kernel that also reads operands column-major (layouts) is built each such way
+    # the config allows, for its one-GEMM entries (the dtypes column names the layout).
     suffixes = ("", "_grouped") if spec.op == "gemm" and spec.grouped else ("",)
-    builds = [(False, suffixes)] + ([(True, ("",))] if B_COLUMN_MAJOR in spec.layouts else [])
-    for b_col, names in builds:
-        cubin = cuda.compile_cubin(spec.source, limits.arch, spec.defines(cfg, b_col), kernel=spec.name,
+    builds = [(False, False, suffixes)] + [(a_col, b_col, ("",)) for a_col, b_col in column_layouts(spec, cfg)]
+    for a_col, b_col, names in builds:
+        cubin = cuda.compile_cubin(spec.source, limits.arch, spec.defines(cfg, a_col, b_col), kernel=spec.name,
                                    config=cfg.name)
         functions = [(pair, name + suffix) for pair, name in spec.entry.items() for suffix in names]
         for (in_dtype, out_dtype), function in functions:
-            dtypes = f"{in_dtype}->{out_dtype}".replace("bfloat", "bf").replace("float", "fp") + (", B col" if b_col else "")
+            dtypes = f"{in_dtype}->{out_dtype}".replace("bfloat", "bf").replace("float", "fp") + \
+                (f", {layout(a_col, b_col)}" if a_col or b_col else "")
             entries.append(_check_entry(spec, cfg, limits, smem, cubin, function, dtypes))
     return BuildReport(spec.name, cfg, limits.arch, smem, tuple(entries))
 

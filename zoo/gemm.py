@@ -16,7 +16,7 @@ from . import arch, bench, cuda, overlap, registry, tune
 from .configs import TileConfig
 from .cuda import ZooError
 from .registry import INT32_MAX, KernelSpec, Problem
-from .specs.base import B_COLUMN_MAJOR
+from .specs.base import column_layouts
 
 DTYPE_NAMES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32"}
 INPUT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -106,6 +106,15 @@ def column_major(t: torch.Tensor) -> bool:
     ld = t.stride(1)
     return rows > 1 and cols > 1 and t.stride(0) == 1 and rows <= ld <= INT32_MAX and \
         ld * t.element_size() % ALIGN_BYTES == 0 and t.data_ptr() % ALIGN_BYTES == 0
+
+
+def read_in_place(spec: KernelSpec, cfg: TileConfig, a: torch.Tensor, b: torch.Tensor) -> tuple[bool, bool]:
+    """(a_col, b_col): whether the kernel reads a, b column-major in place (a build of its that
+    the config allows: KernelSpec.layouts, column_layouts), rather than a row-major copy."""
+    a_col, b_col = column_major(a), column_major(b)
+    while (a_col or b_col) and (a_col, b_col) not in column_layouts(spec, cfg):
+        a_col, b_col = (False, b_col) if a_col else (False, False)  # A in place first to go: swap-AB tiles cannot
+    return a_col, b_col
 
 
 def batch_plan(t: torch.Tensor) -> tuple[torch.Tensor, int, torch.Tensor | None]:
@@ -312,11 +321,12 @@ def plan_call(a, b, out_dtype, kernel, config, out, allow_tf32) -> CallPlan:
     problem = Problem(m, n, k, _dtype_name(a.dtype), _dtype_name(out_dtype), tf32_allowed(a.dtype, allow_tf32),
                       ldb=b.stride(0) if b.stride(1) == 1 and k > 1 else 0)  # one row has no stride
     spec, cfg, splits = _choose(limits, problem, device_index, kernel, config)
-    a_read, lda, a_copy = row_major_plan(a, spec.aligned_rows)
-    b_col = B_COLUMN_MAJOR in spec.layouts and column_major(b)
+    a_col, b_col = read_in_place(spec, cfg, a, b)
+    a_read, lda, a_copy = (a, a.stride(1), None) if a_col else row_major_plan(a, spec.aligned_rows)
     b_read, ldb, b_copy = (b, b.stride(1), None) if b_col else row_major_plan(b, spec.aligned_rows)
     c = torch.empty((m, n), dtype=out_dtype, device=a.device) if out is None else out
-    launch = plan_launch(spec, cfg, device_index, a_read, b_read, c, k, lda, ldb, splits=splits, b_col=b_col)
+    launch = plan_launch(spec, cfg, device_index, a_read, b_read, c, k, lda, ldb, splits=splits,
+                         a_col=a_col, b_col=b_col)
     launch.choice = (spec.name, cfg.name, splits)
     return CallPlan(m, n, out_dtype, launch, a_copy is not None, b_copy is not None, spec.aligned_rows,
                     extents, options, out_dtype == a.dtype)
@@ -465,16 +475,16 @@ _loaded: dict[tuple, cuda.Function] = {}
 
 
 def compiled(spec: KernelSpec, cfg: TileConfig, dtype: str, out_dtype: str,
-             device_index: int, grouped: bool = False, b_col: bool = False) -> cuda.Function:
+             device_index: int, grouped: bool = False, a_col: bool = False, b_col: bool = False) -> cuda.Function:
     """The loaded function for (kernel, config, dtypes) on a device, compiled for its arch on
     first use (disk cache across processes, this dict within one); `grouped`: the entry point
-    that reads a table of problems (entry name + "_grouped"); b_col: the build that reads B
-    column-major (KernelSpec.layouts)."""
-    key = (spec.name, cfg, dtype, out_dtype, device_index, grouped, b_col)
+    that reads a table of problems (entry name + "_grouped"); a_col, b_col: the build that
+    reads A, B column-major (KernelSpec.layouts)."""
+    key = (spec.name, cfg, dtype, out_dtype, device_index, grouped, a_col, b_col)
     if key in _loaded:
         return _loaded[key]
     limits = device_limits(device_index)
-    cubin = cuda.compile_cubin(spec.source, spec.compile_arch(limits.cc), spec.defines(cfg, b_col),
+    cubin = cuda.compile_cubin(spec.source, spec.compile_arch(limits.cc), spec.defines(cfg, a_col, b_col),
                                kernel=spec.name, config=cfg.name)
     name = spec.entry[(dtype, out_dtype)] + ("_grouped" if grouped else "")
     fn = cuda.load_function(device_index, cubin, name, spec.smem_bytes(cfg), kernel=spec.name, config=cfg.name)
@@ -488,17 +498,20 @@ def _matrix_stride(t: torch.Tensor) -> int:
 
 
 def tma_maps(spec: KernelSpec, cfg: TileConfig, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor,
-             k: int, lda: int, ldb: int, b_col: bool = False) -> tuple[object, object, object, bool]:
+             k: int, lda: int, ldb: int, a_col: bool = False, b_col: bool = False) -> tuple[object, object, object, bool]:
     """The tensor maps of A, B and C for a TMA kernel (matrices, or batches of them: 3-D, the
     batch first) as cuda.tensor_map's arguments, and whether C goes out through TMA (its rows
     and matrices 16-byte aligned; else the kernel stores C directly and its map is None, a
-    blank). b_col: B is read column-major, ldb its column stride: B^T's map, N rows of K."""
+    blank). a_col, b_col: A, B read column-major (lda, ldb their column strides): the maps of
+    A^T (K rows of M) and B^T (N rows of K)."""
     batch = c.shape[0] if c.dim() == 3 else 1
     m, n = c.shape[-2:]
     ldc = max(c.stride(-2), 1)
     (a_rows, a_cols), (b_rows, b_cols), (c_rows, c_cols) = spec.tma_boxes(cfg, c.element_size())
     dtype = _dtype_name(a.dtype)
     a_map = (a.data_ptr(), dtype, m, k, lda, a_rows, a_cols, batch, _matrix_stride(a))
+    if a_col:
+        a_map = (a.data_ptr(), dtype, k, m, lda, *spec.a_col_box(cfg), batch, _matrix_stride(a))
     b_map = (b.data_ptr(), dtype, k, n, ldb, b_rows, b_cols, batch, _matrix_stride(b))
     if b_col:
         b_map = (b.data_ptr(), dtype, n, k, ldb, *spec.b_col_box(cfg), batch, _matrix_stride(b))
@@ -532,7 +545,7 @@ def launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor
 def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor,
                 b: torch.Tensor, c: torch.Tensor, k: int, lda: int, ldb: int, *,
                 shared_units: int | None = None, splits: int | None = None,
-                independent: bool = False, b_col: bool = False) -> Launch:
+                independent: bool = False, a_col: bool = False, b_col: bool = False) -> Launch:
     """`launch`'s work before the launch itself (compile on first use, grid, split-K, tensor
     maps, arguments): what a repeated call can keep. TMA kernels also take a batch of
     same-shape GEMMs in one launch: a, b and c 3-D (the batch first, uniform strides), lda and
@@ -543,14 +556,14 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
     tune), instead of the registry's rule. independent (kernels with spec.pdl; no split-K): the
     launch follows another on its stream whose output it neither reads nor writes (the streams
     mode's next GEMM): it goes as that one's programmatic dependent and starts without waiting
-    for it (NOTES.md, "The streams mode's launches"). b_col: b is read column-major (its
-    column stride ldb; KernelSpec.layouts)."""
+    for it (NOTES.md, "The streams mode's launches"). a_col, b_col: a, b read column-major
+    (their column strides lda, ldb; KernelSpec.layouts)."""
     batch = c.shape[0] if c.dim() == 3 else 1
     if batch > 1 and not spec.tma_boxes:
         raise ZooError(f"{spec.name} takes one GEMM per launch; batches go through its grouped entry point")
     m, n = c.shape[-2:]
     with torch.cuda.device(device_index):  # compiling loads a module: in the right context
-        fn = compiled(spec, cfg, _dtype_name(a.dtype), _dtype_name(c.dtype), device_index, b_col=b_col)
+        fn = compiled(spec, cfg, _dtype_name(a.dtype), _dtype_name(c.dtype), device_index, a_col=a_col, b_col=b_col)
         if spec.max_m:
             return _plan_stream(spec, cfg, fn, device_index, a, b, c, k, lda, ldb, splits,
                                 alone=shared_units is None)
@@ -574,7 +587,7 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
         ldc = (max(c.stride(-2), 1), cuda.INT32)
         split_k = None
         if spec.tma_boxes:
-            a_map, b_map, c_map, c_tma = tma_maps(spec, cfg, a, b, c, k, lda, ldb, b_col)
+            a_map, b_map, c_map, c_tma = tma_maps(spec, cfg, a, b, c, k, lda, ldb, a_col, b_col)
             if splits > 1:  # fp32 partials per (tile, consumer warpgroup, split), and counts
                 slots = registry.stacks(cfg, m, n) * cfg.cluster_size * cfg.warps * batch
                 split_k = (slots * splits * cfg.warp_m * cfg.warp_n, slots)

@@ -29,6 +29,10 @@
 //   row-major: torch.nn.Linear's x @ W^T reads W in place): tmap_b is then (N rows, K cols),
 //   one box of BN / CLUSTER_M rows x 128 B per K-tile and CTA, stored K-major like A and read
 //   by wgmma without the transpose (swap-AB tiles read it as their A, also untransposed).
+//   Built with -DZOO_A_M_MAJOR (A given column-major, as A^T (K, M) row-major: the weight
+//   gradient dY^T X of a linear layer reads dY in place): tmap_a is then (K rows, M cols), BM/64
+//   boxes of BK / CLUSTER_N rows x 128 B per K-tile and CTA, stored M-major like B's N-major
+//   boxes and read by wgmma transposed. Not with swap-AB, TF32 or the convolution.
 //   Runs on CC 9.0 only (wgmma, setmaxnreg: compiled for sm_90a by NVRTC in zoo/cuda.py, with
 //   the tile shape and STAGES as -D defines).
 //
@@ -159,6 +163,17 @@ constexpr int SWIZZLE_BYTES = 128;                 // one swizzled row: 64 16-bi
 constexpr int BOX_COLS = SWIZZLE_BYTES / IN_BYTES;
 constexpr int ATOM_BYTES = 8 * SWIZZLE_BYTES;      // swizzle atom: 8 rows x 128 B
 constexpr int A_STAGE_BYTES = BM * BK * IN_BYTES;
+#ifdef ZOO_A_M_MAJOR
+constexpr bool A_M_MAJOR = true;
+#else
+constexpr bool A_M_MAJOR = false;
+#endif
+// A's stage as wgmma reads it: K-major, BM rows of 128 B (a k16 step 32 bytes along a row, a
+// 64-row block 64 rows on); or M-major, BM/64 boxes of BK rows x 128 B (a k16 step 16 rows, a
+// 64-row block one box on).
+constexpr int A_BOX_BYTES = BK * SWIZZLE_BYTES;
+constexpr int A_K_STEP_BYTES = A_M_MAJOR ? MMA_K * SWIZZLE_BYTES : 32;
+constexpr int A_BLOCK_BYTES = A_M_MAJOR ? A_BOX_BYTES : 64 * SWIZZLE_BYTES;
 constexpr int B_BOX_BYTES = BK * BOX_COLS * IN_BYTES;  // one TMA box of B: BK rows x 128 B
 constexpr int B_STAGE_BYTES = BK * BN * IN_BYTES;
 constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
@@ -209,6 +224,11 @@ static_assert(A_SHARE_ROWS % 8 == 0 && B_SHARE_ROWS % 8 == 0 && BM % CLUSTER_N =
               "each CTA's share of a box is whole swizzle atoms (8 rows), so the shares tile the box");
 #ifdef ZOO_B_K_MAJOR
 static_assert(BN % CLUSTER_M == 0 && (BN / CLUSTER_M) % 8 == 0, "each CTA multicasts whole 8-row atoms of B^T");
+#endif
+static_assert(!A_M_MAJOR || (!SWAP_AB && !TF32 && BM % 64 == 0 && BK % CLUSTER_N == 0 && (BK / CLUSTER_N) % 8 == 0),
+              "A column-major: whole 64-column boxes read by wgmma transposed, whole 8-row atoms per CTA");
+#if defined(ZOO_A_M_MAJOR) && defined(ZOO_CONV)
+#error "a convolution's A is its im2col, K-major"
 #endif
 static_assert(A_STAGE_BYTES % ATOM_BYTES == 0 && B_BOX_BYTES % ATOM_BYTES == 0,
               "stages and boxes must keep 1024-byte alignment");
@@ -655,7 +675,7 @@ __device__ __forceinline__ void mma_step(float (&acc)[R][N], unsigned long long 
   } else {
 #pragma unroll
     for (int s = 0; s < R; ++s)  // row block s: 64 rows (64 x 128 B) further into A
-      Wgmma<2 * N, BF16>::mma(acc[s], a + s * (64 * SWIZZLE_BYTES >> 4), b, accumulate);
+      Wgmma<2 * N, BF16>::mma(acc[s], a + s * (A_BLOCK_BYTES >> 4), b, accumulate);
   }
 }
 // TF32: one k8 step, A's fragment from registers.
@@ -686,7 +706,10 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
   // A: K-major, 8-row groups 1024 B apart (SBO); LBO unused with a swizzle this wide.
   // Swap-AB uses the same two descriptors with the roles swapped: A's is wgmma's B operand
   // (WG_M rows, K-major), B's box wg_n0 / 64 is wgmma's A operand (64 columns, N-major).
-  const unsigned long long desc_a0 = sw128_descriptor(a_smem + wg_m0 * SWIZZLE_BYTES, 16, ATOM_BYTES);
+  // A column-major: M-major boxes of 64 rows' columns; the slice starts at box wg_m0 / 64.
+  const unsigned long long desc_a0 =
+      A_M_MAJOR ? sw128_descriptor(a_smem + (wg_m0 / BOX_COLS) * A_BOX_BYTES, A_BOX_BYTES, ATOM_BYTES)
+                : sw128_descriptor(a_smem + wg_m0 * SWIZZLE_BYTES, 16, ATOM_BYTES);
 #ifdef ZOO_B_K_MAJOR
   // B K-major like A (a convolution's weights, or B given column-major): BN rows of 128 B,
   // 8-row groups 1024 B apart.
@@ -763,7 +786,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
         wgmma_fence();
 #pragma unroll
         for (int ks = 0; ks < K_STEPS; ++ks) {
-          const unsigned long long a = desc_a0 + ((stage * A_STAGE_BYTES + ks * 32) >> 4);
+          const unsigned long long a = desc_a0 + ((stage * A_STAGE_BYTES + ks * A_K_STEP_BYTES) >> 4);
           const unsigned long long b = desc_b0 + ((stage * B_STAGE_BYTES + ks * B_K_STEP_BYTES) >> 4);
           mma_step<BF16>(acc, a, b, (kt > w.kt_begin || ks > 0) ? 1 : 0);
         }
@@ -938,6 +961,20 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
 #ifdef ZOO_CONV
           load_conv_tiles(a_dst, b_smem + stage * B_STAGE_BYTES, tmap_a, tmap_b, bar, *w.g.conv, tile_m * BM,
                           tile_n * BN, kt);
+#elif defined(ZOO_A_M_MAJOR)
+          (void)a_dst;
+          // A^T's columns tile_m * BM.. in boxes of 64, K-tile rows kt * BK..: each CTA of a
+          // cluster row loads 1/CLUSTER_N of every box's rows and multicasts its share.
+          const int a_k = sched.rank_n * (BK / CLUSTER_N);
+#pragma unroll
+          for (int box = 0; box < BM / BOX_COLS; ++box) {
+            const unsigned dst = a_smem + stage * A_STAGE_BYTES + box * A_BOX_BYTES + a_k * SWIZZLE_BYTES;
+            if constexpr (CLUSTER_N > 1)
+              tma_load_3d_multicast(dst, tmap_a, bar, tile_m * BM + box * BOX_COLS, kt * BK + a_k, w.matrix,
+                                    row_mask);
+            else
+              tma_load_3d(dst, tmap_a, bar, tile_m * BM + box * BOX_COLS, kt * BK, w.matrix);
+          }
 #else
           if constexpr (CLUSTER_N > 1)
             tma_load_3d_multicast(a_dst, tmap_a, bar, kt * BK, tile_m * BM + a_row, w.matrix, row_mask);

@@ -299,7 +299,12 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[R][N]) {
 
 // The main loop's wgmma: A K-major, B N-major (imm-trans-b = 1). ZOO_B_K_MAJOR builds (the
 // convolution's weights, K_out rows of R*S*C) read B K-major instead: imm-trans-b = 0.
-#ifdef ZOO_B_K_MAJOR
+// ZOO_A_M_MAJOR builds (A given column-major) read A M-major: imm-trans-a = 1.
+#if defined(ZOO_A_M_MAJOR) && defined(ZOO_B_K_MAJOR)
+#define ZOO_TRANS_AB "1, 0"
+#elif defined(ZOO_A_M_MAJOR)
+#define ZOO_TRANS_AB "1, 1"
+#elif defined(ZOO_B_K_MAJOR)
 #define ZOO_TRANS_AB "0, 0"
 #else
 #define ZOO_TRANS_AB "0, 1"

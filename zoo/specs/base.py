@@ -18,7 +18,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..registry import Problem
 
 ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}
-B_COLUMN_MAJOR = "row x col"  # a layout: B read column-major in place
+COLUMN_MAJOR_LAYOUTS = ("row x col", "col x row", "col x col")
+
+
+def layout(a_col: bool, b_col: bool) -> str:
+    """The name of an operand layout (KernelSpec.layouts): "row x row", "col x row", ..."""
+    return f"{'col' if a_col else 'row'} x {'col' if b_col else 'row'}"
 
 
 @dataclass(frozen=True)
@@ -30,8 +35,9 @@ class KernelSpec:
     exact_cc: tuple[int, int] | None     # arch-specific code (sm_90a) runs on one CC only
     arch_specific: bool                  # compile for sm_XYa instead of sm_XY
     offline_archs: tuple[str, ...]       # targets `zoo build --arch` compiles it for
-    # "row x row": A (M,K) and B (K,N) both row-major; "row x col": B may also be read
-    # column-major in place (B^T row-major, as x @ W^T gives W), a build with ZOO_B_K_MAJOR.
+    # "row x row": A (M,K) and B (K,N) both row-major. Kernels that also read an operand
+    # column-major in place list "row x col" (B^T row-major, as x @ W^T gives W: a build with
+    # ZOO_B_K_MAJOR), "col x row" (A^T row-major, as dY^T X gives dY: ZOO_A_M_MAJOR), "col x col".
     layouts: tuple[str, ...]
     entry: dict[tuple[str, str], str]    # (input dtype, output dtype) -> extern "C" name
     aligned_rows: bool                   # needs 16-byte-aligned rows (cp.async, TMA); else copied
@@ -73,7 +79,8 @@ class KernelSpec:
     # The by-value argument that tells a persistent TMA kernel how its unit numbers decode,
     # for a config and (M, N, K, K slices): divisions worked out once per layout, not per unit.
     unit_layout: Callable[[cfgs.TileConfig, int, int, int, int], object] | None = None
-    # TMA kernels that read B column-major ("row x col"): B^T's box (rows, cols) for a config.
+    # TMA kernels that read A or B column-major (layouts): A^T's and B^T's boxes (rows, cols).
+    a_col_box: Callable[[cfgs.TileConfig], tuple[int, int]] | None = None
     b_col_box: Callable[[cfgs.TileConfig], tuple[int, int]] | None = None
     tf32: bool = False                   # rounds fp32 inputs to TF32: only where the problem allows it
     extra_defines: dict[str, int] = field(default_factory=dict)  # -D values that select a variant
@@ -115,9 +122,9 @@ class KernelSpec:
     def compile_arch(self, cc: tuple[int, int]) -> str:
         return device_arch(cc, self.arch_specific)
 
-    def defines(self, c: cfgs.TileConfig, b_col: bool = False) -> dict[str, int]:
-        """The -D defines of a config's build; b_col: B read column-major ("row x col")."""
-        return {**({"ZOO_B_K_MAJOR": 1} if b_col else {}),"ZOO_BM": c.block_m, "ZOO_BN": c.block_n, "ZOO_BK": c.block_k,
+    def defines(self, c: cfgs.TileConfig, a_col: bool = False, b_col: bool = False) -> dict[str, int]:
+        """The -D defines of a config's build; a_col, b_col: A, B read column-major (layouts)."""
+        return {**({"ZOO_A_M_MAJOR": 1} if a_col else {}), **({"ZOO_B_K_MAJOR": 1} if b_col else {}),"ZOO_BM": c.block_m, "ZOO_BN": c.block_n, "ZOO_BK": c.block_k,
                 "ZOO_WARP_M": c.warp_m, "ZOO_WARP_N": c.warp_n, "ZOO_STAGES": c.stages,
                 "ZOO_GROUP_M": c.group_m, "ZOO_CLUSTER_M": c.cluster_m, "ZOO_CLUSTER_N": c.cluster_n,
                 "ZOO_SMEM_BYTES": self.smem_bytes(c), "ZOO_THREADS": c.threads, **({"ZOO_PINGPONG": 1} if c.pingpong else {}),
@@ -137,6 +144,16 @@ class KernelSpec:
         """The grid for `units` of work: a block each, or for a persistent kernel as many
         clusters as are resident at once (each walks units until none are left)."""
         return ((min(units, resident_clusters) * c.cluster_size) if self.persistent else units, 1, 1)
+
+
+def column_layouts(spec: KernelSpec, c: cfgs.TileConfig) -> list[tuple[bool, bool]]:
+    """(a_col, b_col) of each column-major build of `spec` a config allows: A is not read
+    column-major by swap-AB tiles (their A stage is wgmma's B operand, K-major)."""
+    out = []
+    for a_col, b_col in ((False, True), (True, False), (True, True)):
+        if layout(a_col, b_col) in spec.layouts and not (a_col and c.swap_ab):
+            out.append((a_col, b_col))
+    return out
 
 
 def stacks(c: cfgs.TileConfig, m: int, n: int) -> int:

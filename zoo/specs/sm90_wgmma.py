@@ -9,7 +9,7 @@ from dataclasses import replace
 from .. import configs as cfgs
 from .. import cuda
 from ..cuda import KERNELS_DIR
-from .base import B_COLUMN_MAJOR, KernelSpec
+from .base import COLUMN_MAJOR_LAYOUTS, KernelSpec
 
 
 SM90_THREADS_PER_WARPGROUP = 128
@@ -148,6 +148,12 @@ def _sm90_tma_boxes(c: cfgs.TileConfig, out_size: int) -> tuple[tuple[int, int],
             (c_rows, cuda.TMA_SWIZZLE_BYTES // out_size))
 
 
+def _sm90_a_col_box(c: cfgs.TileConfig) -> tuple[int, int]:
+    """(rows, cols) of A's boxes when A is read column-major (A^T: K rows, M cols): 64 columns
+    (128 bytes) of a K-tile's rows, cut into the shares the CTAs of a cluster row multicast."""
+    return c.block_k // c.cluster_n, TMA_SWIZZLE_COLS
+
+
 def _sm90_b_col_box(c: cfgs.TileConfig) -> tuple[int, int]:
     """(rows, cols) of B's box when B is read column-major (B^T: N rows, K cols): block_n rows
     of one 128-byte K-tile, cut into the shares the CTAs of a cluster column multicast."""
@@ -159,7 +165,7 @@ SM90_GEMM = KernelSpec(
     source=KERNELS_DIR / "sm90" / "gemm_tma_wgmma.cu",
     config_file=cfgs.CONFIGS_DIR / "sm90_gemm_tma_wgmma.yaml",
     min_cc=(9, 0), exact_cc=(9, 0), arch_specific=True,
-    offline_archs=("sm_90a",), layouts=("row x row", B_COLUMN_MAJOR),
+    offline_archs=("sm_90a",), layouts=("row x row", *COLUMN_MAJOR_LAYOUTS),
     entry={("float16", "float16"): "zoo_gemm_sm90_f16_f16out",
            ("float16", "float32"): "zoo_gemm_sm90_f16_f32out",
            ("bfloat16", "bfloat16"): "zoo_gemm_sm90_bf16_bf16out",
@@ -190,7 +196,8 @@ SM90_GEMM = KernelSpec(
              ("bfloat16", "float32"): "zoo_gemm_sm90_bf16", ("bfloat16", "bfloat16"): "zoo_gemm_sm90_bf16_bf16"},
     pipeline="{stages}-stage TMA ring with full/empty mbarriers: the producer warpgroup runs up "
              "to {stages} K-tiles ahead of the two consumer warpgroups, across tiles",
-    tma_boxes=_sm90_tma_boxes, unit_layout=unit_layout, b_col_box=_sm90_b_col_box,
+    tma_boxes=_sm90_tma_boxes, unit_layout=unit_layout, a_col_box=_sm90_a_col_box,
+    b_col_box=_sm90_b_col_box,
 )
 
 TF32_SWIZZLE_COLS = 32       # fp32 elements in one 128-byte swizzled row
@@ -221,7 +228,7 @@ SM90_TF32 = replace(
     sass_required=((r"\bHGMMA\.\w+\.F32\.TF32\b", "HGMMA .TF32"),) + SM90_GEMM.sass_required[1:],
     description="TF32 wgmma on fp32 data: the sm_90a kernel computing C^T = B^T A^T, B from registers",
     cluster_sizes=(1,), exports={}, tf32=True, extra_defines={"ZOO_TF32": 1}, swap_ab=False, stream_k=False,
-    layouts=("row x row",), b_col_box=None,
+    layouts=("row x row",), a_col_box=None, b_col_box=None,
 )
 
 
@@ -251,7 +258,7 @@ SM90_CONV = replace(
            ("bfloat16", "float32"): "zoo_conv_sm90_bf16_f32out"},
     rules=_conv_rules, cluster_sizes=(1,), exports={}, extra_defines={"ZOO_CONV": 1, "ZOO_B_K_MAJOR": 1},
     swap_ab=False, stream_k=False,  # its entry point has no stream-K argument
-    op="conv", tma_boxes=_conv_tma_boxes, layouts=("row x row",), b_col_box=None,
+    op="conv", tma_boxes=_conv_tma_boxes, layouts=("row x row",), a_col_box=None, b_col_box=None,
     sass_required=((r"\bUTMALDG\.4D\.IM2COL\b", "UTMALDG.4D.IM2COL (TMA im2col loads)"),) + SM90_GEMM.sass_required,
     description="conv2d as implicit GEMM: TMA im2col loads of the NHWC input, the sm_90a wgmma pipeline",
 )
