@@ -768,7 +768,7 @@ def _bench_models(args) -> int:
              "spreads": list(r.spreads), "check": r.check} for r in report.rows]
     if args.plot:
         from .plot import models_plot
-        label = f"whole models, zoo vs torch ({args.dtype}), {lim.part}, {datetime.date.today().isoformat()}"
+        label = f"whole models, zoo vs torch ({args.dtype}; mlp-train bf16), {lim.part}, {datetime.date.today().isoformat()}"
         show.print(f"wrote {models_plot(rows, label, args.plot)}")
     _write_json(args.json, {"device": lim.part, "cc": f"{lim.cc[0]}.{lim.cc[1]}",
                             "date": datetime.date.today().isoformat(), "torch": torch.__version__,
