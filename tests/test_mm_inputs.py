@@ -235,3 +235,21 @@ def test_convert_swaps_what_the_zoo_runs_and_says_why_it_left_the_rest():
     assert [(s.name, s.kind, s.swapped) for s in report] == [("0", "Linear", False), ("1", "Conv2d", False)]
     assert all("not a CUDA device" in s.reason for s in report)
     assert type(model[0]) is torch.nn.Linear and type(model[1]) is torch.nn.Conv2d
+
+
+def test_which_operands_a_kernel_reads_column_major_in_place():
+    """gemm.read_in_place: the sm_90a kernel reads W^T and dY^T in place (their column stride a
+    16-byte multiple), but not A on a swap-AB tile, and never a layout its spec does not list."""
+    from zoo import gemm
+    from zoo.specs.sm90_wgmma import SM90_GEMM, SM90_TF32
+    w = torch.empty(48, 64, dtype=H)           # (N, K): w.t() is B column-major
+    dy = torch.empty(32, 48, dtype=H)          # (batch, N): dy.t() is A column-major
+    x = torch.empty(32, 64, dtype=H)
+    tiles, swap = SM90_GEMM.config("128x128"), SM90_GEMM.config("16x128s")
+    assert gemm.column_major(w.t()) and not gemm.column_major(w) and not gemm.column_major(torch.empty(5, 1, dtype=H))
+    assert not gemm.column_major(torch.empty(48, 60, dtype=H).t())  # 120-byte columns: TMA needs 16-byte multiples
+    assert gemm.read_in_place(SM90_GEMM, tiles, x, w.t()) == (False, True)
+    assert gemm.read_in_place(SM90_GEMM, tiles, dy.t(), x) == (True, False)
+    assert gemm.read_in_place(SM90_GEMM, tiles, dy.t(), torch.empty(64, 32, dtype=H).t()) == (True, True)
+    assert gemm.read_in_place(SM90_GEMM, swap, dy.t(), w.t()[:32]) == (False, True)
+    assert gemm.read_in_place(SM90_TF32, SM90_TF32.configs[0], dy.t().float(), w.t().float()) == (False, False)
