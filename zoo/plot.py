@@ -18,6 +18,14 @@ def _pyplot():
     return plt
 
 
+def _save(plt, fig, path: str | Path) -> Path:
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def bench_plot(rows: list[dict], title: str, path: str | Path) -> Path:
     """One line per kernel of the zoo that ran and one for torch.mm: TFLOP/s against the
     problem's FLOP count (log scale), per suite a marker style; `rows` as `zoo bench --json`."""
@@ -37,11 +45,7 @@ def bench_plot(rows: list[dict], title: str, path: str | Path) -> Path:
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def timeline_plot(spans: list[tuple[str, int, float, float]], lanes: list[str], title: str,
@@ -58,11 +62,7 @@ def timeline_plot(spans: list[tuple[str, int, float, float]], lanes: list[str], 
     ax.invert_yaxis()
     ax.set_xlabel("us from the first step")
     ax.set_title(title, fontsize=10)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)
 
 
 def models_plot(rows: list[dict], title: str, path: str | Path) -> Path:
@@ -81,8 +81,4 @@ def models_plot(rows: list[dict], title: str, path: str | Path) -> Path:
     ax.invert_yaxis()
     ax.set_xlabel("torch's time / the zoo's time (above 1: the zoo is faster)")
     ax.set_title(title, fontsize=10)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(plt, fig, path)

@@ -326,6 +326,20 @@ struct Gemm {
   const zoo::ConvGeometry* conv;  // ZOO_CONV builds: the convolution whose im2col is A
 };
 
+// BOXES TMA boxes of 128-byte columns side by side, rows row0.. of columns col0 + 64 i (box i
+// at dst + i * box_bytes): B's N-major boxes, or A^T's M-major ones; multicast to `mask`.
+template <int BOXES, bool MULTICAST>
+__device__ __forceinline__ void load_column_boxes(unsigned dst, int box_bytes, const TensorMap* map, unsigned bar,
+                                                  int col0, int row0, int matrix, unsigned short mask) {
+#pragma unroll
+  for (int box = 0; box < BOXES; ++box) {
+    if constexpr (MULTICAST)
+      tma_load_3d_multicast(dst + box * box_bytes, map, bar, col0 + box * BOX_COLS, row0, matrix, mask);
+    else
+      tma_load_3d(dst + box * box_bytes, map, bar, col0 + box * BOX_COLS, row0, matrix);
+  }
+}
+
 #ifdef ZOO_CONV
 static_assert(CLUSTER == 1, "a convolution's A tile is one im2col load and its B one weight box (no multicast)");
 // The loads of K-tile kt of tile (m0 = its first output pixel, n0 = its first output channel):
@@ -966,15 +980,9 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
           // A^T's columns tile_m * BM.. in boxes of 64, K-tile rows kt * BK..: each CTA of a
           // cluster row loads 1/CLUSTER_N of every box's rows and multicasts its share.
           const int a_k = sched.rank_n * (BK / CLUSTER_N);
-#pragma unroll
-          for (int box = 0; box < BM / BOX_COLS; ++box) {
-            const unsigned dst = a_smem + stage * A_STAGE_BYTES + box * A_BOX_BYTES + a_k * SWIZZLE_BYTES;
-            if constexpr (CLUSTER_N > 1)
-              tma_load_3d_multicast(dst, tmap_a, bar, tile_m * BM + box * BOX_COLS, kt * BK + a_k, w.matrix,
-                                    row_mask);
-            else
-              tma_load_3d(dst, tmap_a, bar, tile_m * BM + box * BOX_COLS, kt * BK, w.matrix);
-          }
+          load_column_boxes<BM / BOX_COLS, (CLUSTER_N > 1)>(a_smem + stage * A_STAGE_BYTES + a_k * SWIZZLE_BYTES,
+                                                             A_BOX_BYTES, tmap_a, bar, tile_m * BM, kt * BK + a_k,
+                                                             w.matrix, row_mask);
 #else
           if constexpr (CLUSTER_N > 1)
             tma_load_3d_multicast(a_dst, tmap_a, bar, kt * BK, tile_m * BM + a_row, w.matrix, row_mask);
@@ -992,15 +1000,9 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
             tma_load_3d(b_dst, tmap_b, bar, kt * BK, tile_n * BN, w.matrix);
 #elif !defined(ZOO_CONV)
           const int b_row = sched.rank_m * B_SHARE_ROWS;
-#pragma unroll
-          for (int box = 0; box < BN / BOX_COLS; ++box) {
-            const unsigned dst = b_smem + stage * B_STAGE_BYTES + box * B_BOX_BYTES + b_row * SWIZZLE_BYTES;
-            if constexpr (CLUSTER_M > 1)
-              tma_load_3d_multicast(dst, tmap_b, bar, tile_n * BN + box * BOX_COLS, kt * BK + b_row, w.matrix,
-                                    column_mask);
-            else
-              tma_load_3d(dst, tmap_b, bar, tile_n * BN + box * BOX_COLS, kt * BK, w.matrix);
-          }
+          load_column_boxes<BN / BOX_COLS, (CLUSTER_M > 1)>(b_smem + stage * B_STAGE_BYTES + b_row * SWIZZLE_BYTES,
+                                                             B_BOX_BYTES, tmap_b, bar, tile_n * BN, kt * BK + b_row,
+                                                             w.matrix, column_mask);
 #endif
           if (++stage == STAGES) stage = 0, phase ^= 1;
         }
