@@ -506,10 +506,18 @@ class StreamBuffer:
     def __init__(self, device_index: int, nbytes: int, stream: int):
         driver, _ = _bindings()
         self.device_index, self.nbytes, self.stream = device_index, nbytes, stream
+        size, handle = max(nbytes, 4), driver.CUstream(stream)
         with device_context(device_index):
-            self.ptr = int(_check(driver.cuMemAllocAsync(max(nbytes, 4), driver.CUstream(stream)),
-                                  "cuMemAllocAsync"))
-            _check(driver.cuMemsetD8Async(self.ptr, 0, max(nbytes, 4), driver.CUstream(stream)), "cuMemsetD8Async")
+            status, ptr = driver.cuMemAllocAsync(size, handle)
+            # A device without stream-ordered memory pools (some virtualized GPUs): plain
+            # memory, given back only once the stream is done with it (free).
+            self.ordered = status != driver.CUresult.CUDA_ERROR_NOT_SUPPORTED
+            if not self.ordered:
+                ptr = _check(driver.cuMemAlloc(size), "cuMemAlloc")
+            else:
+                _check((status, ptr), "cuMemAllocAsync")
+            self.ptr = int(ptr)
+            _check(driver.cuMemsetD8Async(self.ptr, 0, size, handle), "cuMemsetD8Async")
 
     def read(self) -> bytes:
         """The contents, once the stream's work so far is done (for tests and checks)."""
@@ -525,7 +533,11 @@ class StreamBuffer:
         if self.ptr:
             driver, _ = _bindings()
             with device_context(self.device_index):
-                _check(driver.cuMemFreeAsync(self.ptr, driver.CUstream(self.stream)), "cuMemFreeAsync")
+                if self.ordered:
+                    _check(driver.cuMemFreeAsync(self.ptr, driver.CUstream(self.stream)), "cuMemFreeAsync")
+                else:
+                    _check(driver.cuStreamSynchronize(driver.CUstream(self.stream)), "cuStreamSynchronize")
+                    _check(driver.cuMemFree(self.ptr), "cuMemFree")
             self.ptr = 0
 
 

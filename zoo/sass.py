@@ -6,6 +6,7 @@ occupancy follows the CUDA occupancy rules from the arch's limits (zoo/arch.py).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -33,7 +34,10 @@ def cuobjdump_path() -> str:
                    "nvidia-cuda-nvdisasm` or put a CUDA toolkit's bin/ on PATH")
 
 
+@functools.lru_cache(maxsize=4)
 def _cuobjdump(flag: str, image: bytes) -> str:
+    """cuobjdump's output for a cubin, kept for the last few: a build's checks read each of its
+    entry points' resources and SASS from the same cubin (a dozen for the sm_90a kernel)."""
     tool = cuobjdump_path()
     env = dict(os.environ)
     # cuobjdump -sass runs nvdisasm, shipped beside it by the wheels and the toolkit.
