@@ -71,6 +71,19 @@ def test_build_check_reports_per_config(tmp_path):
         assert r["blocks_per_sm"] >= 1 and r["tiles"] == 64 * 64 and r["waves"] > 1
 
 
+def test_build_check_in_a_log_shows_every_name_whole():
+    """Piped into a file (160 columns), the table keeps kernel, config and dtypes whole (issue
+    42: they showed as `sm75_h…`), the SASS column wrapping instead; every entry has a row."""
+    rc, out, err = run("build", "--arch", "sm_90a", "--check", "--kernel", "sm90_gemm_tma_wgmma", "--config",
+                       "128x192ppc2x2")
+    assert rc == 0, err
+    assert "…" not in out
+    rows = [line for line in out.splitlines() if "sm90_gemm_tma_wgmma" in line and "128x192ppc2x2" in line]
+    dtypes = {line.split("│")[3].strip() for line in rows}
+    assert {"fp16->fp16", "fp16->fp16 grouped", "bf16->fp32 B^T", "bf16->bf16 A^T", "fp16->fp32 A^T B^T"} <= dtypes
+    assert len(rows) == 4 * (2 + 3)  # 4 dtype pairs: one GEMM, grouped, and three column-major builds
+
+
 def test_bad_arguments_are_errors_not_tracebacks():
     rc, _, err = run("build", "--arch", "sm_61")
     assert rc == 2 and "invalid choice" in err

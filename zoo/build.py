@@ -11,7 +11,7 @@ from . import configs as cfgs
 from . import cuda, sass
 from .arch import ArchLimits
 from .registry import KernelSpec
-from .specs.base import column_layouts, layout
+from .specs.base import column_layouts
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ def build_and_check(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits) 
     entries = []
     # Every entry point: one GEMM, and (GEMM kernels) the grouped launch (zoo.bmm) over a table
     # of them; a kernel that also reads operands column-major (layouts) is built each such way
-    # the config allows, for its one-GEMM entries (the dtypes column names the layout).
+    # the config allows, for its one-GEMM entries (the dtypes column says which: layout_label).
     suffixes = ("", "_grouped") if spec.op == "gemm" and spec.grouped else ("",)
     builds = [(False, False, suffixes)] + [(a_col, b_col, ("",)) for a_col, b_col in column_layouts(spec, cfg)]
     for a_col, b_col, names in builds:
@@ -52,9 +52,15 @@ def build_and_check(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits) 
         functions = [(pair, name + suffix) for pair, name in spec.entry.items() for suffix in names]
         for (in_dtype, out_dtype), function in functions:
             dtypes = f"{in_dtype}->{out_dtype}".replace("bfloat", "bf").replace("float", "fp") + \
-                (f", {layout(a_col, b_col)}" if a_col or b_col else "")
+                layout_label(a_col, b_col) + (" grouped" if function.endswith("_grouped") else "")
             entries.append(_check_entry(spec, cfg, limits, smem, cubin, function, dtypes))
     return BuildReport(spec.name, cfg, limits.arch, smem, tuple(entries))
+
+
+def layout_label(a_col: bool, b_col: bool) -> str:
+    """What a build's dtypes column adds for its operand layout: " A^T" (A read column-major,
+    as A^T row-major), " B^T", " A^T B^T"; nothing for row x row."""
+    return "".join(label for col, label in ((a_col, " A^T"), (b_col, " B^T")) if col)
 
 
 def _check_entry(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits, smem: int, cubin: cuda.Cubin,

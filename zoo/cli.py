@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import re
 import sys
 from dataclasses import asdict
 
@@ -136,28 +137,36 @@ def cmd_build(args) -> int:
     cols = ["kernel", "config", "dtypes", "regs", "smem/block", "local"]
     if args.check:
         cols += ["SASS", "blocks/SM", "warps/SM", "limited by", f"waves {args.m}x{args.n}", "verdict"]
-    for col in cols:
-        table.add_column(col, justify="right" if col in ("regs", "smem/block", "local", "blocks/SM", "warps/SM") else "left",
-                         no_wrap=col in ("kernel", "config", "dtypes", "SASS", "limited by"))
-    payload = []
+    rows, payload = [], []
     for r in reports:
         for e in r.entries:
             row = [r.kernel, r.config.name, e.dtypes, str(e.resources.registers),
                    f"{(r.smem_bytes + e.resources.static_smem) / 1024:.1f} KiB", f"{e.resources.local_bytes} B"]
             tiles = r.config.tiles(problem.m, problem.n)
             if args.check:
-                sig = ", ".join(e.signature.found) if e.signature.ok else "; ".join(e.problems)
+                # The instructions' names; what each proves is in --json and `zoo explain`.
+                sig = ", ".join(re.sub(r" \(.*\)$", "", f) for f in e.signature.found) if e.signature.ok \
+                    else "; ".join(e.problems)
                 row += [sig, str(e.occupancy.blocks_per_sm), str(e.occupancy.warps_per_sm), e.occupancy.limiter,
                         f"{e.occupancy.waves(tiles, limits.sm_count):.1f}",
                         "[green]ok[/]" if e.ok else "[red]FAIL[/]"]
                 failures += 0 if e.ok else 1
-            table.add_row(*row)
+            rows.append(row)
             payload.append({"kernel": r.kernel, "config": r.config.name, "arch": r.arch, "entry": e.function, "dtypes": e.dtypes,
                             "registers": e.resources.registers, "smem_bytes": r.smem_bytes + e.resources.static_smem,
                             "local_bytes": e.resources.local_bytes, "sass_found": e.signature.found,
                             "problems": list(e.problems), "blocks_per_sm": e.occupancy.blocks_per_sm,
                             "warps_per_sm": e.occupancy.warps_per_sm, "limiter": e.occupancy.limiter,
                             "tiles": tiles, "waves": e.occupancy.waves(tiles, limits.sm_count), "ok": e.ok})
+    # Names are never cut: their columns are as wide as their longest value (a log or a pipe
+    # gets 160 columns); the SASS signature, the one long text, folds onto further lines.
+    for i, col in enumerate(cols):
+        longest = max((len(row[i]) for row in rows), default=0)
+        table.add_column(col, justify="right" if col in ("regs", "smem/block", "local", "blocks/SM", "warps/SM") else "left",
+                         no_wrap=col != "SASS", overflow="fold",
+                         min_width=longest if col in ("kernel", "config", "dtypes", "limited by") else None)
+    for row in rows:
+        table.add_row(*row)
     if args.json != "-":
         console.print(table)
         console.print(f"{len(reports)} config(s) compiled for {args.arch}"
