@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from zoo import ZooCudaError, arch, configs, cuda, registry, sass, tune
+from zoo import ZooCudaError, arch, configs, cuda, registry, sass, tuner
 from zoo.registry import Problem
 from zoo.specs.sm75_mma import swizzle
 
@@ -204,7 +204,7 @@ def test_cc75_takes_the_first_sm75_fp16_kernel_in_kernels_order_and_tune_sees_bo
     assert registry.select(T4, Problem(64, 64, 64), kernel_name="sm75_hgemm_mma")[0] is SPEC
     from zoo import gemm
     monkeypatch.setattr(gemm, "device_limits", lambda index: T4)
-    names = {spec.name for spec, _, _ in tune.candidates(0, Problem(4096, 4096, 4096))}
+    names = {spec.name for spec, _, _ in tuner.candidates(0, Problem(4096, 4096, 4096))}
     assert {"sm75_hgemm_wmma", "sm75_hgemm_mma"} <= names
 
 

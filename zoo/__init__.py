@@ -1,6 +1,6 @@
 """zoo: a multi-architecture GEMM kernel zoo with dispatch (NVRTC + CUDA Driver API)."""
 
-__version__ = "0.1.0"  # first: zoo.tune keys its files by it
+from ._version import __version__
 
 from .cuda import ZooCudaError, ZooError
 from .configs import ConfigError, TileConfig

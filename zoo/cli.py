@@ -13,7 +13,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from . import __version__, arch, configs, cuda, registry
+from . import arch, configs, cuda, registry
+from ._version import __version__
 from .cuda import ZooError
 
 # Logs and pipes get wide tables rather than rich's 80-column default.
@@ -853,7 +854,7 @@ def cmd_conv(args) -> int:
 # ----------------------------------------------------------------------------- tune
 
 def cmd_tune(args) -> int:
-    from . import tune
+    from . import tune, tuner
     if not _gpu_available():
         _write_json(args.json, {"gpu": None})
         return _no_gpu("tune")
@@ -884,7 +885,7 @@ def cmd_tune(args) -> int:
         return EXIT_FAIL
     shapes = _parse_shapes(args.shapes) if args.shapes else SUITES[args.suite]
     problems = [_problem(args, m, n, k, out_name) for m, n, k in shapes]
-    total = sum(len(tune.candidates(idx, p)) for p in problems)
+    total = sum(len(tuner.candidates(idx, p)) for p in problems)
     winners, report = {}, []
     table = Table(title=f"zoo tune on {lim.part}: the fastest verified (kernel, config, split-K) per shape")
     for col in ("problem", "winner", "us", "torch.mm us", "model's choice us", "candidates"):
@@ -894,7 +895,7 @@ def cmd_tune(args) -> int:
         task = progress.add_task("tune", total=total)
         for problem in problems:
             progress.update(task, description=f"{problem.m}x{problem.n}x{problem.k}")
-            rows = tune.measure(idx, problem, iters=args.iters, warmup=args.warmup, seed=args.seed,
+            rows = tuner.measure(idx, problem, iters=args.iters, warmup=args.warmup, seed=args.seed,
                                 progress=lambda: progress.advance(task))
             best = rows[0]
             if not best["verified"]:

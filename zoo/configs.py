@@ -17,7 +17,7 @@ from .cuda import ZooError
 
 if TYPE_CHECKING:  # pragma: no cover
     from .arch import ArchLimits
-    from .registry import KernelSpec
+    from .specs.base import KernelSpec
 
 # An installed wheel's zoo/tiles, or a checkout's configs/ (the package's own folder first).
 CONFIGS_DIR = next((d for d in (Path(__file__).resolve().parent / "tiles",

@@ -5,7 +5,7 @@ kernel family with its facts), where each may run, and which kernel and config a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from . import configs as cfgs
 from . import cuda
@@ -13,26 +13,12 @@ from .arch import ArchLimits
 from .cuda import ZooError
 from .sass import occupancy
 from .specs import KERNELS, ELEMENT_BYTES, KernelSpec, stacks  # noqa: F401 - re-exported
+from .specs.base import Problem  # noqa: F401 - re-exported
 from .specs.gemv import GEMV_GRID_YZ
 from .specs import (SM75_CONV, SM75_GEMV, SM75_HGEMM, SM75_HMMA, SM75_SGEMM, SM80_CONV, SM80_GEMM,  # noqa: F401
                     SM90_CONV, SM90_GEMM, SM90_TF32)
 
 MIN_CC = (7, 5)  # the oldest kernel of the zoo needs Turing tensor cores
-
-
-@dataclass(frozen=True)
-class Problem:
-    m: int
-    n: int
-    k: int
-    dtype: str = "float16"
-    out_dtype: str = "float16"
-    tf32: bool = False     # fp32 inputs may be rounded to TF32 (torch's allow_tf32)
-    ldb: int = 0           # B's row stride in elements (0: n, packed rows)
-
-    @property
-    def flops(self) -> int:
-        return 2 * self.m * self.n * self.k
 
 
 MIN_SPLIT_K_TILES = 8   # a K slice or stream-K run of at least 8 K-tiles keeps the TMA ring busy

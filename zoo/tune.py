@@ -20,7 +20,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import __version__, cuda
+from . import cuda
+from ._version import __version__
 from .configs import CONFIGS_DIR
 
 TUNE_FORMAT = 1
@@ -112,64 +113,3 @@ def lookup(device_index: int, dtype: str, out_dtype: str, tf32: bool, m: int, n:
 
 def forget() -> None:
     _loaded.clear()
-
-
-def candidates(device_index: int, problem) -> list[tuple[object, object, int | None]]:
-    """Every eligible (kernel, config, splits) for a problem on the device: each kernel that runs
-    it, each config that fits, and for split-K kernels the registry's rule (None) and 1-4
-    slices where a slice keeps at least MIN_SPLIT_K_TILES K-tiles."""
-    from . import configs, gemm, registry
-    limits = gemm.device_limits(device_index)
-    out = []
-    for spec in registry.eligible(limits.cc, problem):
-        for cfg in spec.configs:
-            if configs.problems(cfg, spec, limits):
-                continue
-            splits = [None]
-            if spec.split_k:
-                k_tiles = -(-problem.k // cfg.block_k)
-                splits += [s for s in (1, 2, 3, 4) if k_tiles // s >= registry.MIN_SPLIT_K_TILES]
-            out += [(spec, cfg, s) for s in splits]
-    return out
-
-
-def measure(device_index: int, problem, iters: int = 20, warmup: int = 5, seed: int = 0,
-            progress=None) -> list[dict]:
-    """Verify and time every candidate for `problem` against torch.mm in one run (CUDA-graph
-    replays, the GPU kept ahead of the host): rows sorted fastest first, wrong ones last."""
-    import torch
-    from . import bench, gemm
-    dtype, out_dtype = getattr(torch, problem.dtype), getattr(torch, problem.out_dtype)
-    m, n, k = problem.m, problem.n, problem.k
-    limits = gemm.device_limits(device_index)
-    gen = torch.Generator(device=f"cuda:{device_index}").manual_seed(seed)
-    a = torch.randn(m, k, device=f"cuda:{device_index}", dtype=dtype, generator=gen)
-    b = torch.randn(k, n, device=f"cuda:{device_index}", dtype=dtype, generator=gen)
-    c = torch.empty(m, n, device=f"cuda:{device_index}", dtype=out_dtype)
-    fns, rows = {"torch.mm": lambda i: bench.torch_mm(a, b, out_dtype)}, []
-    with bench.tf32_matmul(problem.tf32):
-        for spec, cfg, splits in candidates(device_index, problem):
-            name = f"{spec.name} / {cfg.name} / {'auto' if splits is None else splits}"
-            a_read, lda, a_copy = gemm.row_major_plan(a, spec.aligned_rows)
-            b_read, ldb, b_copy = gemm.row_major_plan(b, spec.aligned_rows)
-            for dst, src in ((a_copy, a), (b_copy, b)):
-                if dst is not None:
-                    dst.copy_(src)
-            launch = gemm.plan_launch(spec, cfg, device_index, a_read, b_read, c, k, lda, ldb, splits=splits)
-            c.fill_(float("nan"))
-            launch.fire()
-            check = bench.verify(a, b, c)
-            rows.append({"kernel": spec.name, "config": cfg.name, "splits": splits, "name": name,
-                         "verified": check.ok})
-            if check.ok:
-                fns[name] = (lambda f: lambda i: f())(launch.fire)
-            if progress:
-                progress()
-        lead = bench.lead_cycles(limits)
-        timings = bench.time_side_by_side(fns, 1, warmup, iters, lead_cycles=lead)
-    torch_us = 1e3 * timings["torch.mm"].median_ms
-    for row in rows:
-        t = timings.get(row["name"])
-        row["us"] = 1e3 * t.median_ms if t else float("inf")
-        row["torch_us"] = torch_us
-    return sorted(rows, key=lambda r: (not r["verified"], r["us"]))

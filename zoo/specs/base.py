@@ -8,16 +8,29 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from .. import configs as cfgs
 from ..arch import device_arch
 from ..cuda import ZooError
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ..registry import Problem
-
 ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One GEMM as the registry chooses for it: its sizes, dtypes and B's row stride."""
+    m: int
+    n: int
+    k: int
+    dtype: str = "float16"
+    out_dtype: str = "float16"
+    tf32: bool = False     # fp32 inputs may be rounded to TF32 (torch's allow_tf32)
+    ldb: int = 0           # B's row stride in elements (0: n, packed rows)
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.m * self.n * self.k
 COLUMN_MAJOR_LAYOUTS = ("row x col", "col x row", "col x col")
 
 
@@ -97,7 +110,7 @@ class KernelSpec:
     def dtypes(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(i for i, _ in self.entry))
 
-    def supports(self, problem: "Problem") -> bool:
+    def supports(self, problem: Problem) -> bool:
         return (problem.dtype, problem.out_dtype) in self.entry and (problem.tf32 or not self.tf32)
 
     @functools.cached_property
