@@ -253,3 +253,30 @@ def test_which_operands_a_kernel_reads_column_major_in_place():
     assert gemm.read_in_place(SM90_GEMM, tiles, dy.t(), torch.empty(64, 32, dtype=H).t()) == (True, True)
     assert gemm.read_in_place(SM90_GEMM, swap, dy.t(), w.t()[:32]) == (False, True)
     assert gemm.read_in_place(SM90_TF32, SM90_TF32.configs[0], dy.t().float(), w.t().float()) == (False, False)
+
+
+def test_dtensor_calls_reach_the_sharding_rules_without_importing_them_up_front():
+    """`import zoo` does not import torch.distributed.tensor (~0.7 s); the first zoo.mm on
+    DTensors registers the rules, so the call reaches the op's CPU refusal through DTensor's
+    sharding propagation, not "no sharding strategy registered" (a one-process gloo group)."""
+    import subprocess
+    import sys
+    code = """
+import os, sys, torch, zoo
+assert "torch.distributed.tensor" not in sys.modules
+import torch.distributed as dist
+os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT="29555")
+dist.init_process_group("gloo", rank=0, world_size=1)
+from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+from torch.distributed.device_mesh import init_device_mesh
+mesh = init_device_mesh("cpu", (1,))
+x = distribute_tensor(torch.ones(4, 8, dtype=torch.float16), mesh, [Replicate()])
+w = distribute_tensor(torch.ones(8, 6, dtype=torch.float16), mesh, [Shard(1)])
+try:
+    zoo.mm(x, w)
+except zoo.ZooError as exc:
+    print("refused:", exc)
+dist.destroy_process_group()
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "refused: inputs must be CUDA tensors" in proc.stdout, proc.stdout + proc.stderr

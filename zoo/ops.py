@@ -21,6 +21,7 @@ custom ops (torch.library) that torch.compile traces.
 
 from __future__ import annotations
 
+import sys
 from typing import Optional
 
 import torch
@@ -38,6 +39,7 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None
         if _dtensor(a, b):
             if out is not None:
                 raise ZooError("zoo.mm on DTensors takes no out= (the sharding rules make the result)")
+            ensure_sharding()
             return torch.ops.zoo.mm(a, b, out_dtype, kernel, config, allow_tf32)
     if out is None and _recorded(a, b):
         return MatMul.apply(a, b, out_dtype, kernel, config, allow_tf32)
@@ -53,6 +55,7 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
     one_launch = isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and out is None and not graph \
         and streams is None and mode in (None, "batched")
     if one_launch and _dtensor(a, b):
+        ensure_sharding()
         return torch.ops.zoo.bmm(a, b, out_dtype, kernel, config)
     if one_launch and _recorded(a, b):
         return BatchMatMul.apply(a, b, out_dtype, kernel, config)
@@ -252,4 +255,17 @@ def _register_sharding() -> None:
                 ([Partial()], [Shard(2), Shard(1), *rest])]
 
 
-_register_sharding()
+_sharding: list = []  # [True] once the rules are registered
+
+
+def ensure_sharding() -> None:
+    """Register the sharding rules before the first call on DTensors (importing
+    torch.distributed.tensor costs ~0.7 s, which a zoo that meets no DTensor should not pay;
+    a DTensor means it is imported already)."""
+    if not _sharding:
+        _register_sharding()
+        _sharding.append(True)
+
+
+if "torch.distributed.tensor" in sys.modules:
+    ensure_sharding()
