@@ -190,3 +190,14 @@ def test_export_rebuilds_a_truncated_library_and_names_the_nvcc_version(tmp_path
     monkeypatch.setenv("FAKE_NVCC", "13.0")
     assert export.build_shared_library(spec, spec.configs[0], lim, tmp_path / "out") != first
     assert not list((tmp_path / "out").glob(".*.tmp"))
+
+
+@pytest.mark.parametrize("target", arch.OFFLINE_ARCHS)
+def test_upload_kernel_builds_for_every_arch(target):
+    """kernels/common/upload.cu (grouped tables as kernel parameters, zoo/gemm.py upload): it
+    compiles for each arch, its by-value chunk matches the host's, and it keeps no local memory."""
+    from zoo import gemm
+    cubin = cuda.compile_cubin(gemm.UPLOAD_SOURCE, target, {}, kernel="zoo_upload")
+    res = sass.resources(cubin.image, "zoo_upload")
+    assert res.local_bytes == 0 and res.stack == 0
+    assert "#define ZOO_UPLOAD_WORDS %d" % gemm.UPLOAD_WORDS in gemm.UPLOAD_SOURCE.read_text()

@@ -192,7 +192,7 @@ def _run(plan: _Plan, mode: str, streams: int | None) -> None:
         if plan.launch is None:
             plan.launch = gemm.plan_grouped(plan.spec, plan.cfg, plan.device_index, plan.table,
                                             len(plan.problems), plan.units, plan.dtype, plan.out_dtype)
-        _fire(plan.launch, plan.table, plan.keep)
+        _fire(plan.launch, plan.table if plan.keep else None)  # a call's own table needs no guard
 
 
 def _streams_launches(plan: _Plan, streams: int) -> list[gemm.Launch]:
@@ -228,10 +228,10 @@ def _fire_streams(launches: list, fork: cuda.StreamFork, at=None) -> None:
         fork.join(current)
 
 
-def _fire(launch: gemm.Launch, table: torch.Tensor | None, kept: bool = True) -> None:
+def _fire(launch: gemm.Launch, table: torch.Tensor | None) -> None:
     # A cached table may be read on another stream than it was made on: the caching
     # allocator must not reuse it (after eviction) before this launch is done.
-    if table is not None and kept:
+    if table is not None:
         table.record_stream(torch.cuda.current_stream(launch.device_index))
     launch.fire()
 
@@ -361,8 +361,7 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
     _run(plan, mode, streams)  # eager, and the warm-up a capture needs (compile, tables)
     # Kept for replay: one-launch calls into the caller's `out` with nothing to copy or zero
     # first (the launch and its table; not the plan, which holds the caller's tensors).
-    if cache and plan.keep and not graph and out_given and plan.launch is not None and not plan.copies \
-            and not plan.zeros:
+    if plan.keep and not graph and out_given and plan.launch is not None and not plan.copies and not plan.zeros:
         gemm.remember(_replays, key, (plan.launch, plan.table), _REPLAYS_KEPT)
     if fast_key is not None and not plan.copies and not plan.zeros and \
             (plan.whole or (mode == "streams" and len(plan.problems) == a.shape[0])):

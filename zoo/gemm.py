@@ -650,14 +650,12 @@ def upload(device_index: int, dst: torch.Tensor, data: bytes) -> None:
     keeps the bytes in its nodes, where a host-to-device copy could not be captured."""
     if len(data) % 4 or dst.numel() * dst.element_size() < len(data):
         raise ZooError(f"upload of {len(data)} bytes into {dst.numel() * dst.element_size()}")
-    fn = _upload_function(device_index)
-    words = memoryview(data).cast("I")
-    stream = current_stream(device_index)
-    for first in range(0, len(words), UPLOAD_WORDS):
-        part = words[first:first + UPLOAD_WORDS]
+    fn, stream = _upload_function(device_index), current_stream(device_index)
+    for first in range(0, len(data), 4 * UPLOAD_WORDS):
+        part = data[first:first + 4 * UPLOAD_WORDS]
         chunk = _UploadChunk()
-        ctypes.memmove(chunk.words, part.tobytes(), len(part) * 4)
-        args = cuda.PackedArgs([(dst.data_ptr() + 4 * first, cuda.POINTER), (len(part), cuda.INT32),
+        ctypes.memmove(chunk.words, part, len(part))
+        args = cuda.PackedArgs([(dst.data_ptr() + first, cuda.POINTER), (len(part) // 4, cuda.INT32),
                                 (chunk, cuda.BY_VALUE)])
         fn.launch((1, 1, 1), 256, args, stream, device_index)
 

@@ -6,19 +6,18 @@ Every model has random weights (nothing is downloaded): a Llama of about 1B para
 with SGD. Outputs are compared first; then each way of running (eager, a CUDA graph,
 torch.compile) is timed for both models in alternating repeats (the host drifts), and the
 median of each is reported. Times are wall clock per call after a synchronize: the host's
-share counts, as it does for a user.
+share counts, as it does for a user (bench.wall_side_by_side).
 """
 
 from __future__ import annotations
 
 import copy
-import statistics
-import time
 from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
 
+from . import bench
 from . import nn as zoo_nn
 from .cuda import ZooError
 
@@ -48,36 +47,8 @@ class Report:
     notes: list[str] = field(default_factory=list)
 
 
-def _sync_ms(fn: Callable[[], object], calls: int) -> float:
-    """Wall-clock ms per call of `fn`, `calls` calls back to back, from a synchronized start to
-    a synchronized end."""
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - start) * 1e3 / calls
-
-
-def side_by_side(mine: Callable[[], object], theirs: Callable[[], object], calls: int,
-                 repeats: int) -> tuple[float, float, float, float]:
-    """(torch ms, zoo ms, torch spread, zoo spread): medians over `repeats` alternating rounds
-    (which goes first alternates too), each `calls` calls; spread = (max - min) / median."""
-    mine(), theirs()  # warm: compiles, captures, autotunes
-    t, z = [], []
-    for r in range(repeats):
-        order = ((theirs, t), (mine, z)) if r % 2 == 0 else ((mine, z), (theirs, t))
-        for fn, out in order:
-            out.append(_sync_ms(fn, calls))
-
-    def spread(v):
-        return (max(v) - min(v)) / statistics.median(v)
-    return statistics.median(t), statistics.median(z), spread(t), spread(z)
-
-
 def relative_error(x: torch.Tensor, y: torch.Tensor) -> float:
-    x, y = x.double(), y.double()
-    return ((x - y).norm() / y.norm().clamp_min(1e-30)).item()
+    return bench.relative_error(x, y.double())
 
 
 def converted(model: torch.nn.Module) -> tuple[torch.nn.Module, str]:
@@ -260,8 +231,12 @@ def bench_mlp_train(report: Report, dtype: torch.dtype, calls: int, repeats: int
 
 
 def _pair(mine, theirs, calls, repeats) -> dict:
-    t, z, st, sz = side_by_side(mine, theirs, calls, repeats)
-    return {"torch_ms": t, "zoo_ms": z, "spreads": (st, sz)}
+    """Row fields for the zoo's `mine` and torch's `theirs`: wall-clock ms per call, `calls`
+    calls a sample, the two taking turns for `repeats` samples (bench.wall_side_by_side)."""
+    timings = bench.wall_side_by_side({"torch": lambda i: theirs(), "zoo": lambda i: mine()}, 1, 1, repeats,
+                                      calls=calls)
+    t, z = timings["torch"], timings["zoo"]
+    return {"torch_ms": t.median_ms, "zoo_ms": z.median_ms, "spreads": (t.spread, z.spread)}
 
 
 def run(models: list[str], dtype: torch.dtype = torch.float16, calls: int = 10, repeats: int = 7,

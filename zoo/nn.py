@@ -26,8 +26,9 @@ class Linear(torch.nn.Linear):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         w, bias = self.weight, self.bias
-        if torch.compiler.is_compiling() or ops._dtensor(x, w, bias):
-            if not torch.compiler.is_compiling():
+        compiling = torch.compiler.is_compiling()
+        if compiling or ops._dtensor(x, w, bias):
+            if not compiling:
                 ops.ensure_sharding()
             y = torch.ops.zoo.mm(x.reshape(-1, self.in_features), w.t())  # traced, or sharded by its rules
             if bias is not None:

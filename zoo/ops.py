@@ -79,9 +79,19 @@ def _flat(x) -> list:
 
 
 def _recorded(a, b) -> bool:
-    """An eager call autograd records: grad mode on and an input that requires grad."""
-    return torch.is_grad_enabled() and not torch.compiler.is_compiling() and (
-        getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False))
+    """An eager call autograd records: grad mode on and an input that requires grad (the
+    cheapest tests first: most calls stop at one of them)."""
+    return torch.is_grad_enabled() and (getattr(a, "requires_grad", False) or getattr(b, "requires_grad", False)) \
+        and not torch.compiler.is_compiling()
+
+
+def _product_grads(product, transpose, ctx, grad) -> tuple:
+    """dA = dC B^T and dB = A^T dC of a product saved in ctx (a, b), each only where needed,
+    through `product` (the eager call or the op; transpose: of a matrix or of a batch)."""
+    a, b = ctx.saved_tensors
+    grad = grad.to(a.dtype)  # an fp32 output's gradient, back in the inputs' dtype
+    return (product(grad, transpose(b)) if ctx.needs_input_grad[0] else None,
+            product(transpose(a), grad) if ctx.needs_input_grad[1] else None)
 
 
 class MatMul(torch.autograd.Function):
@@ -95,11 +105,8 @@ class MatMul(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        a, b = ctx.saved_tensors
-        grad = grad.to(a.dtype)  # an fp32 output's gradient, back in the inputs' dtype
-        grad_a = mm(grad, b.t(), allow_tf32=ctx.allow_tf32) if ctx.needs_input_grad[0] else None
-        grad_b = mm(a.t(), grad, allow_tf32=ctx.allow_tf32) if ctx.needs_input_grad[1] else None
-        return grad_a, grad_b, None, None, None, None
+        product = lambda x, y: mm(x, y, allow_tf32=ctx.allow_tf32)  # noqa: E731
+        return *_product_grads(product, torch.t, ctx, grad), None, None, None, None
 
 
 class BatchMatMul(torch.autograd.Function):
@@ -112,11 +119,7 @@ class BatchMatMul(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad):
-        a, b = ctx.saved_tensors
-        grad = grad.to(a.dtype)
-        grad_a = bmm(grad, b.transpose(1, 2)) if ctx.needs_input_grad[0] else None
-        grad_b = bmm(a.transpose(1, 2), grad) if ctx.needs_input_grad[1] else None
-        return grad_a, grad_b, None, None, None
+        return *_product_grads(bmm, _batch_t, ctx, grad), None, None, None
 
 
 def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, stride=1, padding=0,
@@ -168,11 +171,8 @@ def _mm_setup(ctx, inputs, output):
 
 
 def _mm_backward(ctx, grad):
-    a, b = ctx.saved_tensors
-    grad = grad.to(a.dtype)
-    grad_a = mm_op(grad, b.t(), allow_tf32=ctx.allow_tf32) if ctx.needs_input_grad[0] else None
-    grad_b = mm_op(a.t(), grad, allow_tf32=ctx.allow_tf32) if ctx.needs_input_grad[1] else None
-    return grad_a, grad_b, None, None, None, None
+    product = lambda x, y: mm_op(x, y, allow_tf32=ctx.allow_tf32)  # noqa: E731
+    return *_product_grads(product, torch.t, ctx, grad), None, None, None, None
 
 
 mm_op.register_autograd(_mm_backward, setup_context=_mm_setup)
@@ -196,11 +196,11 @@ def _bmm_setup(ctx, inputs, output):
 
 
 def _bmm_backward(ctx, grad):
-    a, b = ctx.saved_tensors
-    grad = grad.to(a.dtype)
-    grad_a = bmm_op(grad, b.transpose(1, 2)) if ctx.needs_input_grad[0] else None
-    grad_b = bmm_op(a.transpose(1, 2), grad) if ctx.needs_input_grad[1] else None
-    return grad_a, grad_b, None, None, None
+    return *_product_grads(bmm_op, _batch_t, ctx, grad), None, None, None
+
+
+def _batch_t(t: torch.Tensor) -> torch.Tensor:
+    return t.transpose(1, 2)
 
 
 bmm_op.register_autograd(_bmm_backward, setup_context=_bmm_setup)
