@@ -8,10 +8,10 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 import zoo
-from zoo import cli
+from zoo import bench
 
 shapes = [tuple(int(x) for x in s.split("x")) for s in sys.argv[1:]] or \
-    [s for name in ("small", "skinny") for s in cli.SUITES[name]]
+    [s for name in ("small", "skinny") for s in bench.SUITES[name]]
 for m, n, k in shapes:
     a = torch.randn(m, k, device="cuda", dtype=torch.float16)
     b = torch.randn(k, n, device="cuda", dtype=torch.float16)

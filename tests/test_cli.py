@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from conftest import GPU
-from zoo import cli
+from zoo import ZooError, bench, cli
 
 no_gpu_only = pytest.mark.skipif(GPU, reason="checks the no-GPU behaviour; a GPU is present")
 
@@ -92,7 +92,8 @@ def test_bad_arguments_are_errors_not_tracebacks():
 
 
 def test_run_rejects_nonpositive_sizes_before_touching_the_gpu(monkeypatch, capsys):
-    monkeypatch.setattr(cli, "_gpu_available", lambda: True)
+    import torch
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert cli.main(["run", "-m", "0"]) == 1
     assert "must be >= 1" in capsys.readouterr().err
 
@@ -104,11 +105,11 @@ def test_bench_without_a_gpu_exits_2():
 
 
 def test_bench_shapes_are_parsed_or_refused_clearly():
-    assert cli._parse_shapes("4096x4096x4096, 128X11008x4096") == [(4096, 4096, 4096), (128, 11008, 4096)]
+    assert bench.parse_shapes("4096x4096x4096, 128X11008x4096") == [(4096, 4096, 4096), (128, 11008, 4096)]
     for bad in ("4096x4096", "0x1x1", "ax1x1"):
-        with pytest.raises(cli.ZooError, match="is not MxNxK"):
-            cli._parse_shapes(bad)
-    assert len(cli.SUITES["llm"]) == 12 and cli._geomean([50.0, 200.0]) == pytest.approx(100.0)
+        with pytest.raises(ZooError, match="is not MxNxK"):
+            bench.parse_shapes(bad)
+    assert len(bench.SUITES["llm"]) == 12 and bench.geomean([50.0, 200.0]) == pytest.approx(100.0)
 
 
 @no_gpu_only
@@ -153,7 +154,7 @@ def test_explain_refuses_what_a_kernel_cannot_do():
 
 def test_plot_without_matplotlib_is_one_clear_line(monkeypatch):
     import builtins
-    from zoo import ZooError, plot
+    from zoo import plot
     real = builtins.__import__
 
     def no_matplotlib(name, *args, **kwargs):
@@ -179,4 +180,4 @@ def test_host_cost_is_of_the_steady_state(monkeypatch):
         calls.append(1)
         if len(calls) <= 2:  # the eager first call, then the capture
             time.sleep(0.02)
-    assert cli._host_us(fn) < 200
+    assert bench.host_us(fn) < 200

@@ -78,3 +78,20 @@ def test_the_checker_sees_a_circle():
     graph = import_graph()
     assert "zoo.gemm" in graph["zoo.ops"] and "zoo.specs.base" in graph["zoo.registry"] or \
         "zoo.specs" in graph["zoo.registry"]
+
+
+def test_the_cli_sits_on_top():
+    """Nothing in the library imports the command line (zoo/cli/); `python -m zoo`
+    (zoo/__main__.py) is the one entry point above it."""
+    graph = import_graph()
+    library = {m for m in graph if m not in ("zoo.cli", "zoo.__main__") and not m.startswith("zoo.cli.")}
+    assert {m for m in library if any(t == "zoo.cli" or t.startswith("zoo.cli.") for t in graph[m])} == set()
+    assert {"zoo.cli.kernels", "zoo.cli.build", "zoo.cli.run", "zoo.cli.tune"} <= graph["zoo.cli"]
+
+
+MAX_LINES = 900  # issue 42: a module past this is doing several things; split it by what it does
+
+
+def test_no_module_is_over_900_lines():
+    sizes = {str(p.relative_to(ZOO.parent)): len(p.read_text().splitlines()) for p in ZOO.rglob("*.py")}
+    assert {p: n for p, n in sizes.items() if n > MAX_LINES} == {}

@@ -224,7 +224,7 @@ def _fire_streams(launches: list, fork: cuda.StreamFork, at=None) -> None:
             if at is None:
                 launch.fire(sides[i % len(sides)])
             else:
-                launch.fire_at(*at(i), sides[i % len(sides)])
+                launch.fire_at(*at(i), stream=sides[i % len(sides)])
         fork.join(current)
 
 
@@ -501,3 +501,58 @@ def _graph_call(key, plan: _Plan, mode: str, streams: int | None, callers: list,
     _seen.pop(key, None)
     keep = ([dst for dst, _ in plan.copies], plan.table, plan.launch, plan.launches)
     gemm.remember(_graphs, key, _Graph(g, own_out, keep), _GRAPHS_KEPT)
+
+
+def measure(bsz: int, m: int, n: int, k: int, dtype: torch.dtype, out_dtype: torch.dtype, modes=MODES, *,
+            warmup: int = 10, iters: int = 50, seed: int = 0, streams: int | None = None,
+            kernel: str | None = None, config: str | None = None, progress=None):
+    """`zoo batched`: each mode, eager and from a CUDA graph, verified (every GEMM of the first
+    input set) and timed side by side with torch.bmm, eager and replayed: device time per call,
+    interleaved, over rotating input sets. Returns (timings by name, the wrong GEMMs' indices
+    per zoo mode, host us per call by name, sets)."""
+    lim = gemm.device_limits(torch.cuda.current_device())
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    sets = bench.rotation_sets(bsz * (m * k + k * n) * 2, lim.l2_bytes)
+    inputs = [(torch.randn(bsz, m, k, device="cuda", dtype=dtype, generator=gen),
+               torch.randn(bsz, k, n, device="cuda", dtype=dtype, generator=gen)) for _ in range(sets)]
+    outs = [torch.empty(bsz, m, n, device="cuda", dtype=out_dtype) for _ in range(sets)]
+    lists = [(list(a.unbind(0)), list(b.unbind(0)), list(c.unbind(0))) for (a, b), c in zip(inputs, outs)]
+
+    def torch_bmm(i):
+        return bench.torch_bmm(*inputs[i], out_dtype)
+
+    def zoo_call(mode, graph):
+        if mode == "grouped":
+            return lambda i: bmm(lists[i][0], lists[i][1], mode=mode, graph=graph, out=lists[i][2],
+                                 kernel=kernel, config=config)
+        return lambda i: bmm(*inputs[i], mode=mode, graph=graph, out=outs[i], streams=streams,
+                             kernel=kernel, config=config)
+
+    graphs = []
+    for i in range(sets):  # torch.bmm captured once per input set, replayed when timed
+        torch_bmm(i)
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            torch_bmm(i)
+        graphs.append(g)
+    fns = {"torch.bmm": torch_bmm, "torch.bmm (graph)": lambda i: graphs[i].replay()}
+    for mode in modes:
+        fns[f"zoo {mode}"] = zoo_call(mode, False)
+        fns[f"zoo {mode} (graph)"] = zoo_call(mode, True)
+    wrong = {}
+    for name, fn in fns.items():
+        if not name.startswith("zoo"):
+            continue
+        for i in range(sets):
+            outs[i].fill_(float("nan"))
+            fn(i)
+        torch.cuda.synchronize()
+        wrong[name] = [j for j in range(bsz) if not bench.verify(inputs[0][0][j], inputs[0][1][j], outs[0][j]).ok]
+    host = {name: bench.host_us(lambda: fn(0)) for name, fn in fns.items()}
+    # The GPU sleeps ~bench.LEAD_US before each call, so calls whose host side is shorter
+    # (graph replays, torch.bmm) are timed on the device alone; eager zoo modes, whose
+    # Python takes longer, stay host-bound (the caller's "bound by" column says so).
+    timings = bench.time_side_by_side(fns, sets, warmup, iters, graph=False, lead_cycles=bench.lead_cycles(lim),
+                                      progress=progress)
+    return timings, wrong, host, sets

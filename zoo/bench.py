@@ -1,4 +1,5 @@
-"""Verification against a float64 reference and side-by-side timing with CUDA events."""
+"""Verification against a float64 reference, side-by-side timing with CUDA events, and the
+shape suites `zoo bench` and `zoo tune` measure."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
+
+from .cuda import ZooError
 
 NORMWISE_BOUND = 1e-2   # ||C - ref|| / ||ref|| never above this, whatever torch does
 FLOOR = {torch.float16: 1e-4, torch.float32: 1e-5}  # slack over 2x torch's own error
@@ -219,3 +222,46 @@ def wall_side_by_side(fns: dict[str, Callable[[int], object]], sets: int, warmup
         if progress:
             progress(i + 1)
     return {name: Timing(times) for name, times in samples.items()}
+
+
+def host_us(fn, calls: int = 20) -> float:
+    """Host time of one call (launch overhead): `calls` back-to-back calls, no synchronize,
+    after two untimed ones (a graph=True call captures its graph on the second call with a set
+    of buffers: a one-time cost, not a call's)."""
+    import time
+    fn()
+    fn()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    elapsed = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return 1e6 * elapsed / calls
+
+
+def geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+LLM_NK = ((4096, 4096), (11008, 4096), (4096, 11008))  # hidden 4096 -> 4096, MLP up, MLP down
+SUITES = {
+    "square": [(4096, 4096, 4096), (8192, 8192, 8192)],
+    # LLM projections: tokens M x (hidden 4096 -> 4096, 4096 -> 11008 MLP up, 11008 -> 4096 down)
+    "llm": [(m, n, k) for m in (128, 1024, 4096, 16384) for n, k in LLM_NK],
+    # Decoding and small batches: a few tokens against the same weights.
+    "skinny": [(m, n, k) for m in (1, 16, 64, 128) for n, k in LLM_NK],
+    # Under a few waves, and rows off 16-byte multiples (1000, 3000).
+    "small": [(s, s, s) for s in (256, 512, 1024, 2048)] + [(1000, 1000, 1000), (3000, 3000, 3000)],
+}
+
+
+def parse_shapes(text: str) -> list[tuple[int, int, int]]:
+    """Shapes from 'MxNxK,MxNxK,...' (the CLI's --shapes)."""
+    shapes = []
+    for item in text.split(","):
+        parts = item.strip().lower().split("x")
+        if len(parts) != 3 or not all(p.isdigit() and int(p) >= 1 for p in parts):
+            raise ZooError(f"--shapes: {item.strip()!r} is not MxNxK with positive integers (e.g. 4096x4096x4096)")
+        shapes.append(tuple(int(p) for p in parts))
+    return shapes

@@ -2,7 +2,8 @@
 
 NVRTC compile to a cubin (with a disk cache), module load, function lookup, launch
 (cuLaunchKernelEx) on torch's current stream, TMA tensor maps (cuTensorMapEncodeTiled),
-device attributes, and the translation of every CUresult / nvrtcResult into a ZooCudaError. Nothing else in the zoo imports cuda.bindings.
+device attributes, and the translation of every CUresult / nvrtcResult into a ZooCudaError.
+Nothing else in the zoo imports cuda.bindings.
 """
 
 from __future__ import annotations
@@ -39,10 +40,7 @@ class ZooCudaError(ZooError):
                  config: str | None = None, log: str | None = None):
         self.call, self.error, self.kernel, self.config, self.log = call, error, kernel, config, log
         where = "".join(f" [{k}={v}]" for k, v in (("kernel", kernel), ("config", config)) if v)
-        msg = f"{call} failed: {error}{where}"
-        if log:
-            msg += f"\n--- NVRTC log ---\n{log.strip()}"
-        super().__init__(msg)
+        super().__init__(f"{call} failed: {error}{where}" + (f"\n--- NVRTC log ---\n{log.strip()}" if log else ""))
 
 
 def _bindings():
@@ -66,9 +64,7 @@ def _check(result, call: str, **ctx):
     elif status != driver.CUresult.CUDA_SUCCESS:
         _, name = driver.cuGetErrorName(status)
         raise ZooCudaError(call, name.decode() if name else str(status), **ctx)
-    if not values:
-        return None
-    return values[0] if len(values) == 1 else tuple(values)
+    return None if not values else values[0] if len(values) == 1 else tuple(values)
 
 
 # ----------------------------------------------------------------------------- NVRTC
@@ -107,18 +103,13 @@ def cuda_include_dirs() -> list[Path]:
     wheels first (CUDA 13 ships them in one folder, CUDA 12 splits crt/ into the nvcc
     wheel), then a CUDA toolkit."""
     candidates = []
-    try:
+    with contextlib.suppress(Exception):  # pathfinder is optional; fall through to the toolkit
         from cuda import pathfinder
         found = pathfinder.find_nvidia_header_directory("cudart")
-        if found:
-            candidates.append(Path(found))
-    except Exception:  # noqa: BLE001 - pathfinder is optional; fall through to the toolkit
-        pass
+        candidates += [Path(found)] if found else []
     for site in {Path(p) for p in sys.path if p.endswith("site-packages")}:
         candidates += sorted(site.glob("nvidia/*/include"))
-    for env in ("CUDA_HOME", "CUDA_PATH"):
-        if os.environ.get(env):
-            candidates.append(Path(os.environ[env]) / "include")
+    candidates += [Path(os.environ[env]) / "include" for env in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(env)]
     candidates.append(Path("/usr/local/cuda/include"))
     dirs = []
     for header in ("mma.h", "crt/mma.h"):
@@ -163,11 +154,9 @@ def _cuda_headers_digest(includes: tuple[Path, ...]) -> bytes:
     todo = [(name, find(name, None)) for name in CUDA_HEADERS]
     while todo:
         name, path = todo.pop()
-        if path is None:  # a system header (<stdint.h>): not CUDA's to change
+        if path is None or path.resolve() in seen:  # None: a system header (<stdint.h>), not CUDA's to change
             continue
         path = path.resolve()
-        if path in seen:
-            continue
         seen.add(path)
         text = path.read_bytes()
         digest.update(name.encode() + hashlib.sha256(text).digest())
@@ -213,10 +202,8 @@ def _private_cache() -> Path | None:
         return None
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
-        try:
+        with contextlib.suppress(FileExistsError):
             folder.mkdir(mode=0o700)
-        except FileExistsError:
-            pass
         info = folder.stat()
     except OSError as exc:
         _warn_once(f"cannot use the kernel cache {folder} ({exc.strerror}); compiling in memory")
@@ -251,12 +238,11 @@ def compile_cubin(source: Path, arch: str, defines: dict[str, int | str] | None 
     """
     nvrtc = _nvrtc()
     ctx = {"kernel": kernel, "config": config}
-    number = int(re.sub(r"\D", "", arch))
-    if number not in nvrtc_supported_archs():
+    known = nvrtc_supported_archs()
+    if int(re.sub(r"\D", "", arch)) not in known:
         major, minor = nvrtc_version()
         raise ZooError(f"NVRTC {major}.{minor} cannot compile for {arch} (it knows sm_"
-                       + ", sm_".join(map(str, nvrtc_supported_archs()))
-                       + "); install a newer nvidia-cuda-nvrtc")
+                       f"{', sm_'.join(map(str, known))}); install a newer nvidia-cuda-nvrtc")
     includes = cuda_include_dirs()
     options = [f"--gpu-architecture={arch}", "-std=c++17", "-default-device", "-lineinfo",
                f"-I{KERNELS_DIR}"] + [f"-I{d}" for d in includes]
@@ -266,8 +252,7 @@ def compile_cubin(source: Path, arch: str, defines: dict[str, int | str] | None 
     sources = _included_sources(Path(source).resolve())
     digest = hashlib.sha256(CACHE_FORMAT)
     for path, text in sorted(sources.items()):
-        digest.update(path.name.encode())
-        digest.update(hashlib.sha256(text).digest())
+        digest.update(path.name.encode() + hashlib.sha256(text).digest())
     digest.update(_cuda_headers_digest(tuple(includes)))
     # Include paths are checkout-specific; what they point at is hashed above.
     portable = [o for o in options if not o.startswith("-I")]
@@ -276,26 +261,22 @@ def compile_cubin(source: Path, arch: str, defines: dict[str, int | str] | None 
 
     folder = _private_cache() if use_cache else None
     entry = folder / f"{Path(source).stem}-{arch}-{key[:32]}.cubin" if folder else None
-    if entry is not None:
-        image = _read_cache(entry, key)
-        if image is not None:
-            return Cubin(image, arch, key, True)
+    image = _read_cache(entry, key) if entry is not None else None
+    if image is not None:
+        return Cubin(image, arch, key, True)
 
     src = sources[Path(source).resolve()]
-    prog = _check(nvrtc.nvrtcCreateProgram(src, Path(source).name.encode(), 0, [], []),
-                  "nvrtcCreateProgram", **ctx)
+    prog = _check(nvrtc.nvrtcCreateProgram(src, Path(source).name.encode(), 0, [], []), "nvrtcCreateProgram", **ctx)
     try:
         opts = [o.encode() for o in options]
         status = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)[0]
         if status != nvrtc.nvrtcResult.NVRTC_SUCCESS:
-            size = _check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize", **ctx)
-            log = b" " * size
+            log = b" " * _check(nvrtc.nvrtcGetProgramLogSize(prog), "nvrtcGetProgramLogSize", **ctx)
             _check(nvrtc.nvrtcGetProgramLog(prog, log), "nvrtcGetProgramLog", **ctx)
             _, name = nvrtc.nvrtcGetErrorString(status)
             raise ZooCudaError("nvrtcCompileProgram", f"{name.decode()} ({arch})",
                                log=log.decode(errors="replace").rstrip("\x00 "), **ctx)
-        size = _check(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize", **ctx)
-        image = b" " * size
+        image = b" " * _check(nvrtc.nvrtcGetCUBINSize(prog), "nvrtcGetCUBINSize", **ctx)
         _check(nvrtc.nvrtcGetCUBIN(prog, image), "nvrtcGetCUBIN", **ctx)
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
@@ -318,9 +299,7 @@ def _read_cache(entry: Path, key: str) -> bytes | None:
     except OSError:
         return None
     header, _, image = blob.partition(b"\n")
-    if header != _entry_header(key, image):
-        return None
-    return image
+    return image if header == _entry_header(key, image) else None
 
 
 def _write_cache(entry: Path, key: str, image: bytes) -> None:
@@ -366,8 +345,7 @@ def primary_context(device_index: int):
             if ctx is None:
                 _check(driver.cuInit(0), "cuInit")
                 dev = _check(driver.cuDeviceGet(device_index), "cuDeviceGet")
-                ctx = _check(driver.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
-                _contexts[device_index] = ctx
+                ctx = _contexts[device_index] = _check(driver.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
     return ctx
 
 
@@ -410,8 +388,7 @@ def _hot_entry_points() -> "_Hot | None":
     of them cost ~3 us each on the lent host, as much as the rest of a small call; these cost
     a tenth. None (use the wrappers) where the driver does not give them."""
     driver, _ = _bindings()
-    names = [f.encode() for f in ("cuLaunchKernel", "cuCtxGetCurrent", "cuLaunchKernelEx", "cuEventRecord",
-                                  "cuStreamWaitEvent")]
+    names = (b"cuLaunchKernel", b"cuCtxGetCurrent", b"cuLaunchKernelEx", b"cuEventRecord", b"cuStreamWaitEvent")
     try:
         _check(driver.cuInit(0), "cuInit")
         version = _check(driver.cuDriverGetVersion(), "cuDriverGetVersion")
@@ -512,10 +489,8 @@ class StreamBuffer:
             # A device without stream-ordered memory pools (some virtualized GPUs): plain
             # memory, given back only once the stream is done with it (free).
             self.ordered = status != driver.CUresult.CUDA_ERROR_NOT_SUPPORTED
-            if not self.ordered:
-                ptr = _check(driver.cuMemAlloc(size), "cuMemAlloc")
-            else:
-                _check((status, ptr), "cuMemAllocAsync")
+            ptr = _check((status, ptr), "cuMemAllocAsync") if self.ordered else \
+                _check(driver.cuMemAlloc(size), "cuMemAlloc")
             self.ptr = int(ptr)
             _check(driver.cuMemsetD8Async(self.ptr, 0, size, handle), "cuMemsetD8Async")
 
@@ -541,31 +516,24 @@ class StreamBuffer:
             self.ptr = 0
 
 
+_DEVICE_ATTRIBUTES = {  # device_attributes' keys and the CU_DEVICE_ATTRIBUTE_* each reads
+    "cc_major": "COMPUTE_CAPABILITY_MAJOR", "cc_minor": "COMPUTE_CAPABILITY_MINOR", "sm_count": "MULTIPROCESSOR_COUNT",
+    "smem_per_sm": "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR", "smem_per_block_optin": "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN",
+    "smem_reserved_per_block": "RESERVED_SHARED_MEMORY_PER_BLOCK", "regs_per_sm": "MAX_REGISTERS_PER_MULTIPROCESSOR",
+    "regs_per_block": "MAX_REGISTERS_PER_BLOCK", "max_threads_per_sm": "MAX_THREADS_PER_MULTIPROCESSOR",
+    "max_blocks_per_sm": "MAX_BLOCKS_PER_MULTIPROCESSOR", "l2_bytes": "L2_CACHE_SIZE", "sm_clock_khz": "CLOCK_RATE",
+    "mem_clock_khz": "MEMORY_CLOCK_RATE", "mem_bus_bits": "GLOBAL_MEMORY_BUS_WIDTH"}
+
+
 def device_attributes(device_index: int) -> dict[str, int]:
     """Hardware facts read from the device (the offline table lives in zoo/arch.py)."""
     driver, _ = _bindings()
     _check(driver.cuInit(0), "cuInit")
     dev = _check(driver.cuDeviceGet(device_index), "cuDeviceGet")
     A = driver.CUdevice_attribute
-    names = {
-        "cc_major": A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
-        "cc_minor": A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
-        "sm_count": A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-        "smem_per_sm": A.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
-        "smem_per_block_optin": A.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-        "smem_reserved_per_block": A.CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK,
-        "regs_per_sm": A.CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR,
-        "regs_per_block": A.CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK,
-        "max_threads_per_sm": A.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
-        "max_blocks_per_sm": A.CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR,
-        "l2_bytes": A.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
-        "sm_clock_khz": A.CU_DEVICE_ATTRIBUTE_CLOCK_RATE,
-        "mem_clock_khz": A.CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE,
-        "mem_bus_bits": A.CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH,
-    }
-    out = {k: int(_check(driver.cuDeviceGetAttribute(a, dev), "cuDeviceGetAttribute")) for k, a in names.items()}
-    name = _check(driver.cuDeviceGetName(64, dev), "cuDeviceGetName")
-    out["name"] = name.split(b"\x00")[0].decode()
+    out = {k: int(_check(driver.cuDeviceGetAttribute(getattr(A, f"CU_DEVICE_ATTRIBUTE_{a}"), dev),
+                         "cuDeviceGetAttribute")) for k, a in _DEVICE_ATTRIBUTES.items()}
+    out["name"] = _check(driver.cuDeviceGetName(64, dev), "cuDeviceGetName").split(b"\x00")[0].decode()
     return out
 
 
@@ -636,16 +604,15 @@ class Function:
         fast = _HOT[0] if _HOT else _resolve_hot()
         extended = cluster > 1 or pdl  # launch attributes: cuLaunchKernelEx
         if fast is not None:
-            launch, get_context, launch_ex = fast.launch, fast.get_context, fast.launch_ex
             current = ctypes.c_void_p()
-            get_context(ctypes.byref(current))
+            fast.get_context(ctypes.byref(current))
             if current.value == self.context:
                 if extended:
-                    status = launch_ex(self._ex_config(grid, threads, stream, cluster, pdl), self.handle_int,
-                                       args.address, None)
+                    status = fast.launch_ex(self._ex_config(grid, threads, stream, cluster, pdl), self.handle_int,
+                                            args.address, None)
                 else:
-                    status = launch(self.handle_int, grid[0], grid[1], grid[2], threads, 1, 1,
-                                    self.smem_bytes, stream, args.address, None)
+                    status = fast.launch(self.handle_int, grid[0], grid[1], grid[2], threads, 1, 1,
+                                         self.smem_bytes, stream, args.address, None)
                 _check_status(status, "cuLaunchKernelEx" if extended else "cuLaunchKernel", **self.ctx)
                 return
         driver, _ = _bindings()
@@ -698,19 +665,16 @@ def load_function(device_index: int, cubin: Cubin, name: str, smem_bytes: int, *
         _check(driver.cuFuncSetAttribute(
             handle, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
             smem_bytes), "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)", **ctx)
-        fn = Function(handle, name, smem_bytes, kernel, config, int(primary_context(device_index)))
-        _functions[key] = fn
+        fn = _functions[key] = Function(handle, name, smem_bytes, kernel, config, int(primary_context(device_index)))
     return fn
 
 
 def function_attributes(fn: Function) -> dict[str, int]:
     driver, _ = _bindings()
     A = driver.CUfunction_attribute
-    return {
-        "registers": _check(driver.cuFuncGetAttribute(A.CU_FUNC_ATTRIBUTE_NUM_REGS, fn.handle), "cuFuncGetAttribute"),
-        "local_bytes": _check(driver.cuFuncGetAttribute(A.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, fn.handle), "cuFuncGetAttribute"),
-        "static_smem": _check(driver.cuFuncGetAttribute(A.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn.handle), "cuFuncGetAttribute"),
-    }
+    names = {"registers": "NUM_REGS", "local_bytes": "LOCAL_SIZE_BYTES", "static_smem": "SHARED_SIZE_BYTES"}
+    return {k: _check(driver.cuFuncGetAttribute(getattr(A, f"CU_FUNC_ATTRIBUTE_{a}"), fn.handle), "cuFuncGetAttribute")
+            for k, a in names.items()}
 
 
 def max_active_blocks(fn: Function, threads: int) -> int:
@@ -721,9 +685,7 @@ def max_active_blocks(fn: Function, threads: int) -> int:
 
 
 # ctypes types for kernel arguments, so callers never import cuda.bindings.
-POINTER = ctypes.c_void_p
-INT32 = ctypes.c_int
-INT64 = ctypes.c_longlong
+POINTER, INT32, INT64 = ctypes.c_void_p, ctypes.c_int, ctypes.c_longlong
 TENSOR_MAP = "tensor map"  # an argument type: the value is tensor_map's arguments (None: a blank map)
 # An argument type: the value is an encoded map (im2col_tensor_map), replaced whole (set_map).
 ENCODED_MAP = "encoded tensor map"
@@ -829,25 +791,27 @@ def tensor_map(address: int, dtype: str, rows: int, cols: int, row_stride: int,
     if dtype not in _TMA_DTYPES:
         raise ZooError(f"TMA tensor maps of {dtype} are not supported ({', '.join(_TMA_DTYPES)})")
     name, size = _TMA_DTYPES[dtype]
-    problem = tma_layout_problem(address, size, rows, cols, row_stride, matrices, matrix_stride)
-    if problem:
+    if problem := tma_layout_problem(address, size, rows, cols, row_stride, matrices, matrix_stride):
         raise ZooError(problem)
     stride, between = _tma_strides(size, rows, cols, row_stride, matrices, matrix_stride)
     if box_cols * size > TMA_SWIZZLE_BYTES or not (1 <= box_rows <= 256):
         raise ZooError(f"TMA box {box_rows}x{box_cols} of {dtype}: rows must be 1-256 and a row "
                        f"at most {TMA_SWIZZLE_BYTES} bytes (the swizzle span)")
     _check(driver.cuInit(0), "cuInit")
-    tensor_map = _check(driver.cuTensorMapEncodeTiled(
-        getattr(driver.CUtensorMapDataType, name), 3, address,
-        [driver.cuuint64_t(cols), driver.cuuint64_t(rows), driver.cuuint64_t(matrices)],
-        [driver.cuuint64_t(stride), driver.cuuint64_t(between)],
-        [driver.cuuint32_t(box_cols), driver.cuuint32_t(box_rows), driver.cuuint32_t(1)], [driver.cuuint32_t(1)] * 3,
-        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-        getattr(driver.CUtensorMapL2promotion, f"CU_TENSOR_MAP_L2_PROMOTION_L2_{l2_promotion_bytes(stride)}B"),
-        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-        "cuTensorMapEncodeTiled")
-    return tensor_map
+    u64, u32 = driver.cuuint64_t, driver.cuuint32_t
+    return _check(driver.cuTensorMapEncodeTiled(
+        getattr(driver.CUtensorMapDataType, name), 3, address, [u64(cols), u64(rows), u64(matrices)],
+        [u64(stride), u64(between)], [u32(box_cols), u32(box_rows), u32(1)], [u32(1)] * 3,
+        *_map_modes(driver, l2_promotion_bytes(stride))), "cuTensorMapEncodeTiled")
+
+
+def _map_modes(driver, l2_bytes: int) -> tuple:
+    """What every map of the zoo takes: not interleaved, the 128-byte swizzle, L2 promotion of
+    `l2_bytes`, zeros (not NaN) outside the tensor."""
+    return (driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+            driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+            getattr(driver.CUtensorMapL2promotion, f"CU_TENSOR_MAP_L2_PROMOTION_L2_{l2_bytes}B"),
+            driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
 
 
 IM2COL_CORNER = (-128, 127)  # a 4-D im2col map's bounding-box corners (cuTensorMapEncodeIm2col)
@@ -883,12 +847,7 @@ def im2col_tensor_map(address: int, dtype: str, images: int, height: int, width:
         [u64(pixel), u64(pixel * width), u64(pixel * width * height)],
         [lower[1], lower[0]], [upper[1], upper[0]],  # innermost first: (w, h)
         channels_per_pixel, pixels,
-        [u32(1), u32(strides[1]), u32(strides[0]), u32(1)],
-        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-        "cuTensorMapEncodeIm2col")
+        [u32(1), u32(strides[1]), u32(strides[0]), u32(1)], *_map_modes(driver, 128)), "cuTensorMapEncodeIm2col")
 
 
 @functools.lru_cache(maxsize=256)
@@ -907,12 +866,7 @@ def weights_tensor_map(address: int, dtype: str, k: int, r: int, s: int, c: int,
     return _check(driver.cuTensorMapEncodeTiled(
         getattr(driver.CUtensorMapDataType, name), 4, address,
         [u64(c), u64(s), u64(r), u64(k)], [u64(c * size), u64(s * c * size), u64(r * s * c * size)],
-        [u32(box_c), u32(1), u32(1), u32(box_k)], [u32(1)] * 4,
-        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
-        "cuTensorMapEncodeTiled")
+        [u32(box_c), u32(1), u32(1), u32(box_k)], [u32(1)] * 4, *_map_modes(driver, 256)), "cuTensorMapEncodeTiled")
 
 
 @functools.lru_cache(maxsize=None)
@@ -921,7 +875,8 @@ def tensor_map_address_offset() -> int | None:
     three addresses: the offset at which the maps differ by exactly the address, checked by
     patching one into the other; None when this driver encodes it some other way (then maps
     are encoded per address)."""
-    maps = {addr: tensor_map_bytes(_encode_probe(addr)) for addr in (0x10000, 0x7f0000001230, 0x5500000abc0)}
+    maps = {addr: tensor_map_bytes(tensor_map.__wrapped__(addr, "float16", 256, 256, 264, 64, 64))
+            for addr in (0x10000, 0x7f0000001230, 0x5500000abc0)}
     (one, first), (two, second), (three, third) = maps.items()
     for offset in range(0, TENSOR_MAP_BYTES - 7, 8):
         if int.from_bytes(first[offset:offset + 8], "little") == one and \
@@ -929,10 +884,6 @@ def tensor_map_address_offset() -> int | None:
             patched = first[:offset] + three.to_bytes(8, "little") + first[offset + 8:]
             return offset if patched == third else None
     return None
-
-
-def _encode_probe(address: int):
-    return tensor_map.__wrapped__(address, "float16", 256, 256, 264, 64, 64)
 
 
 def tensor_map_bytes(tensor_map) -> bytes:

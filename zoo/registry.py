@@ -343,6 +343,18 @@ def select(limits: ArchLimits, problem: Problem, *, kernel_name: str | None = No
     return spec, pick_config(spec, limits, problem, group)
 
 
+def select_each(limits: ArchLimits, problem: Problem,
+                config_name: str | None = None) -> list[tuple[KernelSpec, cfgs.TileConfig]]:
+    """select() for every kernel eligible on the device for `problem` (zoo run --all-kernels),
+    each with its own config choice unless it has one named `config_name`."""
+    specs = eligible(limits.cc, problem)
+    if not specs:
+        raise ZooError(f"no kernel computes {problem.dtype} -> {problem.out_dtype} on CC {limits.cc[0]}.{limits.cc[1]}")
+    return [select(limits, problem, kernel_name=k.name,
+                   config_name=config_name if config_name in {c.name for c in k.configs} else None)
+            for k in specs]
+
+
 # The streaming kernel (kernels/sm75/gemv_stream.cu) against the tile kernels, side by side
 # with torch.mm on an H200 (NOTES.md, "A streaming kernel for skinny M"): no faster than the
 # sm90 kernel's swap-AB tiles (16x128s: 1 x 4096 x 4096 98.6% of torch.mm against 97.8-101.6%,

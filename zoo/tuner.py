@@ -1,6 +1,7 @@
-"""`zoo tune`'s measurements: every eligible (kernel, config, split-K) for a shape, verified and
-timed against torch.mm on the device. Above the launch path (it plans and fires launches); the
-file of winners that zoo.mm reads is zoo/tune.py's, below it."""
+"""zoo.mm measured against torch.mm on the device: `zoo tune`'s every eligible (kernel, config,
+split-K) for a shape, and `zoo run` / `zoo bench`'s chosen kernels, each verified and timed side
+by side. Above the launch path (it plans and fires launches); the file of winners that zoo.mm
+reads is zoo/tune.py's, below it."""
 
 from __future__ import annotations
 
@@ -65,3 +66,38 @@ def measure(device_index: int, problem, iters: int = 20, warmup: int = 5, seed: 
         row["us"] = 1e3 * t.median_ms if t else float("inf")
         row["torch_us"] = torch_us
     return sorted(rows, key=lambda r: (not r["verified"], r["us"]))
+
+
+def measure_choices(choices, problem, warmup: int, iters: int, seed: int, limits, progress=None,
+                    graph: bool = True):
+    """Verify each (kernel, config) on fresh random inputs against float64, then time them
+    side by side with torch.mm in one run (CUDA events, rotating input sets; graph replays
+    unless graph=False). Returns (timings by name, checks by kernel name, input sets)."""
+    with bench.tf32_matmul(problem.tf32):  # torch.mm and zoo.mm (allow_tf32=None) both follow it
+        dtype, out_dtype = getattr(torch, problem.dtype), getattr(torch, problem.out_dtype)
+        m, n, k, mm = problem.m, problem.n, problem.k, gemm.mm
+        gen = torch.Generator(device="cuda").manual_seed(seed)
+        a = torch.randn(m, k, device="cuda", dtype=dtype, generator=gen)
+        b = torch.randn(k, n, device="cuda", dtype=dtype, generator=gen)
+        checks = {}
+        for spec, cfg in choices:
+            out = torch.full((m, n), float("nan"), device="cuda", dtype=out_dtype)
+            mm(a, b, out=out, kernel=spec.name, config=cfg.name)
+            checks[spec.name] = bench.verify(a, b, out)
+        sets = bench.rotation_sets((m * k + k * n) * a.element_size(), limits.l2_bytes)
+        inputs = [(a, b)] + [(torch.randn_like(a), torch.randn_like(b)) for _ in range(sets - 1)]
+        outs = [torch.empty(m, n, device="cuda", dtype=out_dtype) for _ in range(2)]
+        fns = {"torch.mm": lambda i: bench.torch_mm(*inputs[i], out_dtype)}
+        if not graph:  # whole Python calls, host and device, each making its output as torch.mm does
+            for spec, cfg in choices:
+                fns[spec.name] = (lambda s, c: lambda i: mm(*inputs[i], out_dtype=out_dtype, kernel=s, config=c))(
+                    spec.name, cfg.name)
+            return bench.wall_side_by_side(fns, sets, warmup, iters, progress=progress), checks, sets
+        for spec, cfg in choices:
+            fns[spec.name] = (lambda s, c: lambda i: mm(*inputs[i], out=outs[i % 2], kernel=s, config=c))(
+                spec.name, cfg.name)
+        # The GPU sleeps ~bench.LEAD_US before each replay: a replay's host side (tens of us on a slow
+        # host) then hides behind it, and the events see the device time even for tiny GEMMs.
+        timings = bench.time_side_by_side(fns, sets, warmup, iters, progress=progress, graph=graph,
+                                          lead_cycles=bench.lead_cycles(limits))
+        return timings, checks, sets

@@ -1,0 +1,89 @@
+"""`zoo tune`: every (kernel, config, split-K) measured per shape on this GPU, the winners
+written to the tuning file zoo.mm reads; --show prints the file in use."""
+
+from __future__ import annotations
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .. import bench, cuda, registry
+from .common import (EXIT_FAIL, EXIT_OK, dtype_options, err_console, gpu_available, no_gpu, out_dtype_name,
+                     problem_for, report_console, write_json)
+
+
+def add_parsers(sub) -> None:
+    s = sub.add_parser("tune", help="measure every kernel/config/split for shapes on this GPU; zoo.mm then uses the winners")
+    s.add_argument("--suite", choices=tuple(bench.SUITES), default="skinny", help="shapes to tune (skinny)")
+    s.add_argument("--shapes", help="comma-separated MxNxK list instead of a suite")
+    dtype_options(s)
+    s.add_argument("--show", action="store_true", help="print the tuning file in use and measure nothing")
+    s.add_argument("--iters", type=int, default=20)
+    s.add_argument("--warmup", type=int, default=5)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--json", metavar="PATH")
+    s.set_defaults(fn=cmd_tune)
+
+
+def cmd_tune(args) -> int:
+    from .. import tune, tuner
+    if not gpu_available():
+        write_json(args.json, {"gpu": None})
+        return no_gpu("tune")
+    import torch
+    from .. import gemm
+    idx = torch.cuda.current_device()
+    lim = gemm.device_limits(idx)
+    show = report_console(args)
+    attrs = cuda.device_attributes(idx)
+    key = tune.device_key(attrs["name"], lim.cc, cuda.driver_version())
+    path = tune.tuning_file(attrs["name"])
+    if path is None:
+        err_console.print("zoo tune: no cache folder to keep a tuning file in (set ZOO_CACHE_DIR)")
+        return EXIT_FAIL
+    if args.show:
+        winners, why = tune.read(path, key)
+        table = Table(title=f"{path}: " + (why or f"{len(winners)} tuned shapes, in use"))
+        for col in ("problem", "kernel / config / splits", "us", "torch.mm us"):
+            table.add_column(col, justify="left" if col != "us" and "torch" not in col else "right")
+        for problem, w in sorted(winners.items()):
+            table.add_row(problem, f"{w['kernel']} / {w['config']} / {w.get('splits') or 'auto'}",
+                          f"{w['us']:.1f}", f"{w['torch_us']:.1f}")
+        show.print(table)
+        write_json(args.json, {"file": str(path), "key": key, "in_use": why is None, "why": why, "winners": winners})
+        return EXIT_OK
+    out_name = out_dtype_name(args, "tune")
+    if out_name is None:
+        return EXIT_FAIL
+    shapes = bench.parse_shapes(args.shapes) if args.shapes else bench.SUITES[args.suite]
+    problems = [problem_for(args, m, n, k, out_name) for m, n, k in shapes]
+    total = sum(len(tuner.candidates(idx, p)) for p in problems)
+    winners, report = {}, []
+    table = Table(title=f"zoo tune on {lim.part}: the fastest verified (kernel, config, split-K) per shape")
+    for col in ("problem", "winner", "us", "torch.mm us", "model's choice us", "candidates"):
+        table.add_column(col, justify="left" if col in ("problem", "winner") else "right")
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err_console, transient=True) as progress:
+        task = progress.add_task("tune", total=total)
+        for problem in problems:
+            progress.update(task, description=f"{problem.m}x{problem.n}x{problem.k}")
+            rows = tuner.measure(idx, problem, iters=args.iters, warmup=args.warmup, seed=args.seed,
+                                progress=lambda: progress.advance(task))
+            best = rows[0]
+            if not best["verified"]:
+                err_console.print(f"zoo tune: no candidate verified for {problem}")
+                return EXIT_FAIL
+            name = tune.problem_key(problem.dtype, problem.out_dtype, problem.tf32, problem.m, problem.n, problem.k)
+            winners[name] = {k: best[k] for k in ("kernel", "config", "splits", "us", "torch_us")}
+            model = next((r for r in rows if r["splits"] is None and (r["kernel"], r["config"]) ==
+                          tuple(x.name for x in registry.select(lim, problem))), None)
+            table.add_row(name, f"{best['kernel']} / {best['config']} / {best['splits'] or 'auto'}",
+                          f"{best['us']:.1f}", f"{best['torch_us']:.1f}",
+                          f"{model['us']:.1f}" if model else "-", str(len(rows)))
+            report.append({"problem": name, "rows": rows})
+    tune.write(path, key, winners)
+    tune.forget()
+    gemm._calls.clear()  # plans made before the file changed
+    show.print(table)
+    show.print(f"wrote {path}: zoo.mm takes these choices for these shapes on this GPU (zoo tune --show)")
+    write_json(args.json, {"file": str(path), "key": key, "winners": winners, "measured": report})
+    return EXIT_OK
