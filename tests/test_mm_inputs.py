@@ -280,3 +280,14 @@ dist.destroy_process_group()
 """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert "refused: inputs must be CUDA tensors" in proc.stdout, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("bias, message", [
+    (torch.ones(4, dtype=H), r"bias must be a \(5,\) float16, bfloat16 or float32 tensor on cpu, got \(4,\)"),
+    (torch.ones(1, 5, dtype=H), r"got \(1, 5\)"),
+    (torch.ones(5, dtype=torch.int32), "torch.int32"),
+    ([0.0] * 5, "got list"),
+])
+def test_a_bias_of_the_wrong_shape_or_dtype_is_refused(bias, message):
+    with pytest.raises(zoo.ZooError, match=message):
+        zoo.gemm._check_bias(bias, torch.ones(3, 2, dtype=H), 5)

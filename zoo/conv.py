@@ -150,17 +150,15 @@ def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, s
     device. x is read channels-last (NHWC): an NCHW x is converted first (a copy), as is one
     whose C is not a multiple of 8 (its channels padded with zeros). Any stride, padding and
     dilation (ints or (h, w) pairs); groups must be 1. FP32 accumulation; the result is
-    (N, K, P, Q) in x's dtype or out_dtype=torch.float32, channels-last. bias (K,) is added
-    after the GEMM (a separate elementwise pass). No autograd: inputs that require grad raise.
+    (N, K, P, Q) in x's dtype or out_dtype=torch.float32, channels-last. bias (K,) is added in
+    fp32 by the sm_90a kernel's epilogue, after the GEMM by the others. No autograd: inputs that
+    require grad raise.
     kernel / config name a conv kernel (zoo list) and one of its configs.
     """
     shape, out_dtype = check_conv(x, w, bias, stride, padding, dilation, groups, out_dtype)
     check_no_grad(x, w, bias)
     plan = plan_for(x, shape, out_dtype, kernel, config)
-    y = plan.run(x, plan.weights(w))
-    if bias is not None:
-        y.add_(bias.to(y.dtype).view(1, -1, 1, 1))
-    return y
+    return plan.run(x, plan.weights(w), bias)
 
 
 def check_no_grad(x, w, bias) -> None:
@@ -203,12 +201,14 @@ class ConvPlan:
             return krsc(w)
         return weight_matrix(w, self.shape.c_pad(self.cfg.block_k))
 
-    def run(self, x: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-        """y for x and the weights as weights() lays them out."""
+    def run(self, x: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        """y (+ bias) for x and the weights as weights() lays them out."""
         sh = self.shape
         xs = nhwc(x)
         y = torch.empty((sh.gemm_m, sh.out_channels), dtype=self.out_dtype, device=x.device)
         launch, args = self.launch, self.launch.args
+        if bias is not None and (launch.bias_slot is not None or bias.dtype != y.dtype):
+            bias = bias.to(y.dtype).contiguous()  # the kernel reads a packed vector of y's dtype
         with launch.lock:
             if self.im2col is not None:
                 args.set_map(0, cuda.im2col_tensor_map(xs.data_ptr(), *self.im2col))
@@ -217,11 +217,15 @@ class ConvPlan:
                 if launch.c_map:
                     args.set_map_address(2, y.data_ptr())
                 args.set(4, y.data_ptr())
+                if launch.bias_slot is not None:
+                    args.set(launch.bias_slot, 0 if bias is None else bias.data_ptr())
             else:
                 args.set(0, xs.data_ptr())
                 args.set(1, b.data_ptr())
                 args.set(2, y.data_ptr())
             launch._fire()
+        if bias is not None and launch.bias_slot is None:
+            y.add_(bias)
         return y.view(sh.images, sh.p, sh.q, sh.out_channels).permute(0, 3, 1, 2)
 
 
@@ -303,7 +307,7 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, x: torch.T
     ldb = _aligned_channels(n)  # weight_matrix's row stride
     dtype, out_name = gemm._dtype_name(x.dtype), gemm._dtype_name(out_dtype)
     geometry = (shape.geometry(cfg.block_k), cuda.BY_VALUE)
-    with torch.cuda.device(device_index):
+    with torch.cuda.device(device_index), cuda.device_context(device_index):  # as gemm.plan_launch
         fn = gemm.compiled(spec, cfg, dtype, out_name, device_index)
         if not spec.tma_boxes:
             grid = spec.grid(cfg, m, n, 0)
@@ -329,10 +333,11 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, x: torch.T
             slots = registry.stacks(cfg, m, n) * cfg.cluster_size * cfg.warps
             split_k = (slots * splits * cfg.warp_m * cfg.warp_n, slots)
         args = [(a_map, cuda.ENCODED_MAP), (b_map, cuda.ENCODED_MAP), (c_map, cuda.TENSOR_MAP),
-                (int(c_tma), cuda.INT32), (0, cuda.POINTER), (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32),
+                (int(c_tma), cuda.INT32), (0, cuda.POINTER), (0, cuda.POINTER), (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32),
                 (n, cuda.INT32), (splits, cuda.INT32), geometry,
                 (spec.unit_layout(cfg, m, n, k, splits), cuda.BY_VALUE), (0, cuda.POINTER), (0, cuda.POINTER)]
-    launch = gemm.Launch(fn, device_index, grid, cfg.threads, cfg.cluster_size, args, split_k, (0, 1, 4), maps=True)
+    launch = gemm.Launch(fn, device_index, grid, cfg.threads, cfg.cluster_size, args, split_k, (0, 1, 4), maps=True,
+                         bias_slot=5 if spec.bias_epilogue(cfg) else None)
     return launch, im2col
 
 

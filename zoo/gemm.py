@@ -171,8 +171,9 @@ def check_no_grad_out(*tensors: torch.Tensor) -> None:
 
 def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None,
        kernel: str | None = None, config: str | None = None,
-       out: torch.Tensor | None = None, allow_tf32: bool | None = None) -> torch.Tensor:
-    """C = a @ b on the GPU with the best kernel of the zoo for the device (or the one named).
+       out: torch.Tensor | None = None, allow_tf32: bool | None = None,
+       bias: torch.Tensor | None = None) -> torch.Tensor:
+    """C = a @ b (+ bias) on the GPU with the best kernel of the zoo for the device (or the one named).
 
     a: (M, K) and b: (K, N) CUDA float16, bfloat16 or float32 tensors, any strides. Returns
     (M, N) in the input dtype, or float32 with out_dtype=torch.float32; FP32 accumulation.
@@ -180,16 +181,19 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None
     allow_tf32=True, or when None by torch.backends.cuda.matmul.allow_tf32, as torch.mm.
     `out`, if given, is written and returned (row-major, unit column stride, sharing no
     element with a or b; as torch.mm, not while autograd tracks any of the three).
+    bias, an (N,) vector, is added to every row of C: by the sm_90a kernels in their epilogue
+    (in fp32, before C's rounding, as cuBLASLt's bias epilogue), by the others after the GEMM.
     Autograd and torch.compile go through the custom op zoo::mm (zoo/ops.py): gradients by
     the zoo's own kernels, a fake implementation for tracing.
     The first call for a layout (shapes, strides, dtypes, device, alignment, options) checks
     it and works out the launch; later calls with that layout patch the addresses and fire.
     """
     if torch.compiler.is_compiling():  # traced as the custom op (zoo/ops.py)
-        return _through_ops(a, b, out_dtype, kernel, config, out, allow_tf32)
+        return _plus(_through_ops(a, b, out_dtype, kernel, config, out, allow_tf32), bias)
     try:
-        if (a.requires_grad or b.requires_grad) and torch.is_grad_enabled():
-            return _through_ops(a, b, out_dtype, kernel, config, out, allow_tf32)  # autograd records it
+        if (a.requires_grad or b.requires_grad or (bias is not None and bias.requires_grad)) \
+                and torch.is_grad_enabled():  # autograd records it
+            return _plus(_through_ops(a, b, out_dtype, kernel, config, out, allow_tf32), bias)
         # Each tensor's device as get_device()'s int (-1 off CUDA, where no plan is ever made):
         # cheaper to read and hash than a torch.device, and b's too, so that a b on another
         # device never meets a plan made for a's. The addresses are read once, for the launch.
@@ -197,17 +201,24 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None
         key = (a.shape, a.stride(), b.shape, b.stride(), a.dtype, b.dtype, a.get_device(), b.get_device(),
                a_ptr % ALIGN_BYTES, b_ptr % ALIGN_BYTES, out_dtype, kernel, config,
                a.dtype == torch.float32 and tf32_allowed(a.dtype, allow_tf32),
+               None if bias is None else (bias.shape, bias.stride(), bias.dtype, bias.get_device()),
                None if out is None else (out.shape, out.stride(), out.dtype, out.get_device(),
                                          c_ptr % ALIGN_BYTES))
     except AttributeError:  # not tensors: plan_call says which argument is wrong
         key = None
     plan = _calls.get(key)
     if plan is None:
-        plan = plan_call(a, b, out_dtype, kernel, config, out, allow_tf32)
+        plan = plan_call(a, b, out_dtype, kernel, config, out, allow_tf32, bias)
         if key is None:
-            return plan.run(a, b, out)
+            return plan.run(a, b, out, bias=bias)
         remember(_calls, key, plan, _CALLS_KEPT)
-    return plan.run(a, b, out, a_ptr, b_ptr, c_ptr)
+    return plan.run(a, b, out, a_ptr, b_ptr, c_ptr, bias)
+
+
+def _plus(y: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """y + bias, in place (y is the call's own output, or out), where autograd or tracing
+    records the product: the op has no bias."""
+    return y if bias is None else y.add_(bias)
 
 
 def _through_ops(a, b, out_dtype, kernel, config, out, allow_tf32) -> torch.Tensor:
@@ -238,9 +249,12 @@ class CallPlan:
     extents: tuple[int, int, int]  # bytes from data_ptr() to the end of a, b, out's span
     options: dict                  # the call's kernel, config, out_dtype, allow_tf32
     same_dtype: bool               # C in a's dtype: a.new_empty((m, n)) makes it
+    bias_in_kernel: bool = False   # the kernel adds the bias (KernelSpec.bias_epilogue), else add_ after
+    bias_copy: bool = False        # the bias is not a packed vector of C's dtype: converted per call
 
     def run(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None,
-            a_ptr: int | None = None, b_ptr: int | None = None, out_ptr: int | None = None) -> torch.Tensor:
+            a_ptr: int | None = None, b_ptr: int | None = None, out_ptr: int | None = None,
+            bias: torch.Tensor | None = None) -> torch.Tensor:
         """The call; a_ptr, b_ptr, out_ptr: the addresses when the caller has read them."""
         if out is None:
             # From a, as torch.empty with a dtype and a device costs more to parse. No device
@@ -253,6 +267,8 @@ class CallPlan:
             c = out
         if self.launch is None:
             c.zero_()
+            if bias is not None:
+                c.add_(bias)
         else:
             if a_ptr is None:
                 a_ptr, b_ptr = a.data_ptr(), b.data_ptr()
@@ -262,14 +278,21 @@ class CallPlan:
                                     (b_ptr < c_ptr + ec and c_ptr < b_ptr + eb)):
                 apart = _apart_from_out(a, b, out)
                 if apart is not None:  # an input copied: another layout, another plan
-                    return mm(*apart, out=out, **self.options)
+                    return mm(*apart, out=out, bias=bias, **self.options)
             if self.copy_a:
                 a = _row_major_copy(a, self.aligned)
                 a_ptr = a.data_ptr()
             if self.copy_b:
                 b = _row_major_copy(b, self.aligned)
                 b_ptr = b.data_ptr()
-            self.launch.fire_at(a_ptr, b_ptr, c_ptr)
+            if bias is None or not self.bias_in_kernel:
+                self.launch.fire_at(a_ptr, b_ptr, c_ptr)
+                if bias is not None:
+                    c.add_(bias)
+            else:
+                if self.bias_copy:
+                    bias = bias.to(self.out_dtype).contiguous()
+                self.launch.fire_at(a_ptr, b_ptr, c_ptr, bias.data_ptr())
         if out is not None:
             torch.autograd.graph.increment_version(out)  # autograd sees the write, as torch.mm's
         return c
@@ -300,7 +323,7 @@ def _extent(t: torch.Tensor) -> int:
     return overlap.span(t)[1] - t.data_ptr() if t.numel() else 0
 
 
-def plan_call(a, b, out_dtype, kernel, config, out, allow_tf32) -> CallPlan:
+def plan_call(a, b, out_dtype, kernel, config, out, allow_tf32, bias=None) -> CallPlan:
     """Every check of a zoo.mm call (raising ZooError before anything runs), the kernel and
     config, and the launch for this layout, compiled on first use."""
     if out is not None and not isinstance(out, torch.Tensor):
@@ -312,6 +335,8 @@ def plan_call(a, b, out_dtype, kernel, config, out, allow_tf32) -> CallPlan:
     n = b.shape[1]
     if out is not None:
         _check_out(out, a, b, m, n, out_dtype)
+    if bias is not None:
+        _check_bias(bias, a, n)
     extents = (_extent(a), _extent(b), _extent(out) if out is not None else 0)
     options = {"out_dtype": out_dtype, "kernel": kernel, "config": config, "allow_tf32": allow_tf32}
     if m == 0 or n == 0 or k == 0:
@@ -328,8 +353,17 @@ def plan_call(a, b, out_dtype, kernel, config, out, allow_tf32) -> CallPlan:
     launch = plan_launch(spec, cfg, device_index, a_read, b_read, c, k, lda, ldb, splits=splits,
                          a_col=a_col, b_col=b_col)
     launch.choice = (spec.name, cfg.name, splits)
+    bias_copy = bias is not None and (bias.dtype != out_dtype or bias.stride(0) != 1)
     return CallPlan(m, n, out_dtype, launch, a_copy is not None, b_copy is not None, spec.aligned_rows,
-                    extents, options, out_dtype == a.dtype)
+                    extents, options, out_dtype == a.dtype, spec.bias_epilogue(cfg), bias_copy)
+
+
+def _check_bias(bias, a: torch.Tensor, n: int) -> None:
+    if not isinstance(bias, torch.Tensor) or bias.shape != (n,) or bias.device != a.device \
+            or bias.dtype not in INPUT_DTYPES:
+        got = f"{tuple(bias.shape)} {bias.dtype} on {bias.device}" if isinstance(bias, torch.Tensor) \
+            else type(bias).__name__
+        raise ZooError(f"bias must be a ({n},) float16, bfloat16 or float32 tensor on {a.device}, got {got}")
 
 
 def _choose(limits, problem: Problem, device_index: int, kernel: str | None, config: str | None):
@@ -375,7 +409,7 @@ class Launch:
     def __init__(self, fn: cuda.Function, device_index: int, grid: tuple[int, int, int], threads: int,
                  cluster: int, args: list, split_k: tuple[int, int] | None = None,
                  slots: tuple[int, int, int] | None = None, maps: bool = False, pdl: bool = False,
-                 stream_k: int = 0):
+                 stream_k: int = 0, bias_slot: int | None = None):
         self.fn, self.device_index, self.grid, self.threads, self.cluster = fn, device_index, grid, threads, cluster
         self.pdl = pdl                  # a programmatic dependent of the grid before it (registry.dependent_launch)
         self.args = cuda.PackedArgs(args)
@@ -387,10 +421,11 @@ class Launch:
         self.choice: tuple | None = None  # (kernel, config, splits) zoo.mm chose, for zoo tune's tests
         self.stream_k = stream_k        # tail tiles spread along K (registry.stream_k_tiles)
         self.bound: tuple[int, int] | None = None  # the split-K workspace the arguments point at
+        self.bias_slot = bias_slot      # argument index of the bias (KernelSpec.bias_epilogue)
 
-    def fire_at(self, a_ptr: int, b_ptr: int, c_ptr: int, stream: int | None = None) -> None:
-        """Launch at these addresses on `stream`, a raw stream handle (default: torch's current
-        stream of the device)."""
+    def fire_at(self, a_ptr: int, b_ptr: int, c_ptr: int, bias_ptr: int = 0, stream: int | None = None) -> None:
+        """Launch at these addresses (bias_ptr: 0 for none; kernels with bias_slot) on
+        `stream`, a raw stream handle (default: torch's current stream of the device)."""
         with self.lock:
             args, (ia, ib, ic) = self.args, self.slots
             if self.maps:
@@ -402,6 +437,8 @@ class Launch:
                 args.set(ia, a_ptr)
                 args.set(ib, b_ptr)
             args.set(ic, c_ptr)
+            if self.bias_slot is not None:
+                args.set(self.bias_slot, bias_ptr)
             self._fire(stream)
 
     def fire(self, stream: int | None = None) -> None:
@@ -562,7 +599,10 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
     if batch > 1 and not spec.tma_boxes:
         raise ZooError(f"{spec.name} takes one GEMM per launch; batches go through its grouped entry point")
     m, n = c.shape[-2:]
-    with torch.cuda.device(device_index):  # compiling loads a module: in the right context
+    # Compiling loads a module, the occupancy query and the tensor maps need a context: the
+    # device's, made current here, as a plan may be made on a thread that has none (autograd's
+    # backward thread, when a layout's first call is a backward).
+    with torch.cuda.device(device_index), cuda.device_context(device_index):
         fn = compiled(spec, cfg, _dtype_name(a.dtype), _dtype_name(c.dtype), device_index, a_col=a_col, b_col=b_col)
         if spec.max_m:
             return _plan_stream(spec, cfg, fn, device_index, a, b, c, k, lda, ldb, splits,
@@ -594,7 +634,7 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
             elif tail:  # stream-K: fp32 partials per (CTA, run of its two), counts per (tail tile, warpgroup)
                 split_k = (2 * grid[0] * cfg.block_m * cfg.block_n, tail * cfg.warps)
             args = [(a_map, cuda.TENSOR_MAP), (b_map, cuda.TENSOR_MAP), (c_map, cuda.TENSOR_MAP), (int(c_tma), cuda.INT32),
-                    (c.data_ptr(), cuda.POINTER), (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32), ldc,
+                    (c.data_ptr(), cuda.POINTER), (0, cuda.POINTER), (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32), ldc,
                     (_matrix_stride(c), cuda.INT64), (batch, cuda.INT32),
                     (splits, cuda.INT32), (tail, cuda.INT32), (int(independent), cuda.INT32),
                     (spec.unit_layout(cfg, m, n, k, splits), cuda.BY_VALUE),
@@ -606,7 +646,7 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
     slots = (0, 1, 4) if spec.tma_boxes else (0, 1, 2)
     footprint = batch * ((m * k + k * n) * a.element_size() + m * n * c.element_size())
     return Launch(fn, device_index, grid, cfg.threads, cfg.cluster_size, args, split_k, slots,
-                  maps=bool(spec.tma_boxes), stream_k=tail,
+                  maps=bool(spec.tma_boxes), stream_k=tail, bias_slot=5 if spec.bias_epilogue(cfg) else None,
                   pdl=independent or registry.dependent_launch(spec, device_limits(device_index), footprint))
 
 

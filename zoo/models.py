@@ -226,7 +226,7 @@ def bench_mlp_train(report: Report, dtype: torch.dtype, calls: int, repeats: int
         check = f"first layer's weight gradient against float64: torch {relative_error(grads[1], grads[0]):.1e}, " \
                 f"zoo {relative_error(grads[2], grads[0]):.1e}"
         progress(f"mlp-train: batch {batch}")
-        report.rows.append(Row("mlp-train", f"8 x Linear(1024, 1024), batch {batch}, eager step",
+        report.rows.append(Row("mlp-train", f"8 x Linear(1024, 1024) bf16, batch {batch}, eager step",
                                **_pair(steps[0], steps[1], calls, repeats), check=check))
 
 

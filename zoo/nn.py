@@ -34,12 +34,14 @@ class Linear(torch.nn.Linear):
             if bias is not None:
                 y = y + bias
             return y.view(*x.shape[:-1], self.out_features)
-        x2 = x.reshape(-1, self.in_features)
+        # The eager path, at torch's host cost where it can be: no reshape for a matrix, and
+        # torch's C++ Function.apply (_apply_linear) where no functorch transform is active.
+        x2 = x if x.dim() == 2 else x.reshape(-1, self.in_features)
         if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad)):
-            y = LinearFunction.apply(x2, w, bias)
+            y = _apply_linear(x2, w, bias) if not _functorch_active() else LinearFunction.apply(x2, w, bias)
         else:
-            y = _linear(x2, w, bias)
-        return y.view(*x.shape[:-1], self.out_features)
+            y = gemm.mm(x2, w.t(), bias=bias)
+        return y if x.dim() == 2 else y.view(*x.shape[:-1], self.out_features)
 
     @classmethod
     def from_torch(cls, linear: torch.nn.Linear) -> "Linear":
@@ -47,29 +49,29 @@ class Linear(torch.nn.Linear):
         return _sharing(linear, cls)
 
 
-def _linear(x2: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
-    y = gemm.mm(x2, w.t())
-    if bias is not None:
-        y.add_(bias)  # y is this call's own fresh tensor
-    return y
-
-
 class LinearFunction(torch.autograd.Function):
-    """Linear under eager autograd: one node; dX = dY W, dW = dY^T X, db = sum of dY's rows."""
+    """Linear under eager autograd: one node; y = x W^T + b (the bias in the kernel's epilogue
+    where it has one), dX = dY W, dW = dY^T X, db = sum of dY's rows."""
 
     @staticmethod
     def forward(ctx, x2, w, bias):
         ctx.save_for_backward(x2, w)
-        ctx.has_bias = bias is not None
-        return _linear(x2, w, bias)
+        return gemm.mm(x2, w.t(), bias=bias)
 
     @staticmethod
     def backward(ctx, grad):
         x2, w = ctx.saved_tensors
-        grad_x = ops.mm(grad, w) if ctx.needs_input_grad[0] else None
-        grad_w = ops.mm(grad.t(), x2) if ctx.needs_input_grad[1] else None
-        grad_b = grad.sum(0) if ctx.has_bias and ctx.needs_input_grad[2] else None
-        return grad_x, grad_w, grad_b
+        need_x, need_w, need_b = ctx.needs_input_grad
+        # ops.mm: a double backward (create_graph) records these products in turn
+        return (ops.mm(grad, w) if need_x else None, ops.mm(grad.t(), x2) if need_w else None,
+                grad.sum(0) if need_b else None)
+
+
+# torch's C++ apply (torch._C._FunctionBase): Function.apply's Python around it binds default
+# arguments and unwraps functorch wrappers, neither of which a call outside functorch needs,
+# and costs about a third of the node's host time.
+_apply_linear = super(torch.autograd.Function, LinearFunction).apply
+_functorch_active = torch._C._are_functorch_transforms_active
 
 
 class Conv2d(torch.nn.Conv2d):

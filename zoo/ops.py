@@ -34,16 +34,18 @@ from .cuda import ZooError
 
 def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None,
        kernel: str | None = None, config: str | None = None,
-       out: torch.Tensor | None = None, allow_tf32: bool | None = None) -> torch.Tensor:
-    if type(a) is not torch.Tensor or type(b) is not torch.Tensor:  # parameters, DTensors, ...
-        if _dtensor(a, b):
+       out: torch.Tensor | None = None, allow_tf32: bool | None = None,
+       bias: torch.Tensor | None = None) -> torch.Tensor:
+    if type(a) is not torch.Tensor or type(b) is not torch.Tensor or bias is not None:  # parameters, DTensors, ...
+        if _dtensor(a, b, bias):
             if out is not None:
                 raise ZooError("zoo.mm on DTensors takes no out= (the sharding rules make the result)")
             ensure_sharding()
-            return torch.ops.zoo.mm(a, b, out_dtype, kernel, config, allow_tf32)
-    if out is None and _recorded(a, b):
-        return MatMul.apply(a, b, out_dtype, kernel, config, allow_tf32)
-    return gemm.mm(a, b, out_dtype=out_dtype, kernel=kernel, config=config, out=out, allow_tf32=allow_tf32)
+            return gemm._plus(torch.ops.zoo.mm(a, b, out_dtype, kernel, config, allow_tf32), bias)
+    if out is None and (_recorded(a, b) or (bias is not None and _recorded(bias, None))):
+        return gemm._plus(MatMul.apply(a, b, out_dtype, kernel, config, allow_tf32), bias)
+    return gemm.mm(a, b, out_dtype=out_dtype, kernel=kernel, config=config, out=out, allow_tf32=allow_tf32,
+                   bias=bias)
 
 
 mm.__doc__ = gemm.mm.__doc__

@@ -275,6 +275,19 @@ __device__ __forceinline__ void st_shared_pair(unsigned addr, float x, float y, 
   asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(*reinterpret_cast<const unsigned*>(&v)) : "memory");
 }
 
+// The bias of C columns col, col + 1 (zero past the last column, or with no bias), added in
+// fp32 before C's rounding, as cuBLASLt's bias epilogue. The stores add it as they go: added
+// to the accumulators all at once, it made wide slices spill. Slices of more than 128
+// accumulators a thread have no registers to spare for it (their loads spill): they ignore
+// the argument and the host adds the bias after (zoo/specs/sm90_wgmma.py, bias_epilogue).
+constexpr bool BIAS_EPILOGUE = M_SUBS * ACC_REGS <= 128;
+template <typename OutT>
+__device__ __forceinline__ float2 bias_pair(const OutT* bias, int col, int cols) {
+  if (!BIAS_EPILOGUE || bias == nullptr) return make_float2(0.f, 0.f);
+  return make_float2(col < cols ? static_cast<float>(bias[col]) : 0.f,
+                     col + 1 < cols ? static_cast<float>(bias[col + 1]) : 0.f);
+}
+
 // Epilogue through TMA: one 64-row block of the warpgroup's slice (64 x WG_N) goes out one
 // box (64 rows x 128 B, 128B-swizzled so the pair stores of 8 rows hit 32 banks) at a time,
 // the boxes taken in turn from the consumer's EPI_BOXES: a box waits only until the store
@@ -284,7 +297,8 @@ __device__ __forceinline__ void st_shared_pair(unsigned addr, float x, float y, 
 template <typename OutT>
 __device__ __forceinline__ void store_tile_tma(const float (&acc)[ACC_REGS], unsigned buf,
                                                const TensorMap* tmap_c, int row0, int col0, int matrix,
-                                               int consumer, int warp, int lane, unsigned& staged) {
+                                               int consumer, int warp, int lane, unsigned& staged,
+                                               const OutT* bias, int cols) {
   constexpr int BOX_COLS_C = SWIZZLE_BYTES / sizeof(OutT);
   static_assert(WG_N % BOX_COLS_C == 0, "the slice splits into whole boxes");
   const bool leader = threadIdx.x % WG_THREADS == 0;
@@ -298,11 +312,12 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[ACC_REGS], uns
     for (int jj = 0; jj < BOX_COLS_C / 8; ++jj) {
       const int j = q * (BOX_COLS_C / 8) + jj;  // the accumulators' 8-column group
       const int byte = (jj * 8 + 2 * (lane % 4)) * static_cast<int>(sizeof(OutT));
+      const float2 b = bias_pair(bias, col0 + q * BOX_COLS_C + jj * 8 + 2 * (lane % 4), cols);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = warp * 16 + lane / 4 + 8 * h;
         const unsigned addr = box + r * SWIZZLE_BYTES + ((((byte >> 4) ^ swz) << 4) | (byte & 15));
-        st_shared_pair(addr, acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1], static_cast<OutT*>(nullptr));
+        st_shared_pair(addr, acc[4 * j + 2 * h] + b.x, acc[4 * j + 2 * h + 1] + b.y, static_cast<OutT*>(nullptr));
       }
     }
     fence_proxy_async();
@@ -418,9 +433,12 @@ struct Scheduler {
   const GroupEntry* table;  // or the GEMMs of a grouped launch (splits = 1)
   int count, units, first, step, rank_m, rank_n, splits;
   int whole = 0, tail = 0, k_tiles = 0, tail_work = 0;  // stream-K: tail_work = tail x k_tiles
+  // A one-GEMM launch's bias, added to each row of C (one value per column), or none. Kept
+  // here, not in Gemm: a pointer more in each unit's Work put it on the stack.
+  const OutT* bias;
   __device__ Scheduler(const Gemm<OutT>& g, const UnitLayout& layout_, const GroupEntry* table_, int count_,
-                       int units_, int splits_, int tail_tiles = 0)
-      : single(g), layout(layout_), table(table_), count(count_), units(units_), splits(splits_) {
+                       int units_, int splits_, int tail_tiles = 0, const OutT* bias_ = nullptr)
+      : single(g), layout(layout_), table(table_), count(count_), units(units_), splits(splits_), bias(bias_) {
     if constexpr (CLUSTER > 1) {
       const int rank = cluster_rank();
       first = cluster_id(), step = cluster_count(), rank_m = rank % CLUSTER_M, rank_n = rank / CLUSTER_M;
@@ -625,7 +643,8 @@ __device__ __forceinline__ __nv_bfloat16 to_out(float x, __nv_bfloat16*) { retur
 template <typename OutT>
 __device__ __forceinline__ void store_tile_tma_transposed(const float (&acc)[ACC_REGS], unsigned buf,
                                                           const TensorMap* tmap_c, int row0, int col0,
-                                                          int matrix, int consumer, int warp, int lane) {
+                                                          int matrix, int consumer, int warp, int lane,
+                                                          const OutT* bias, int cols) {
   constexpr int BOX_COLS_C = SWIZZLE_BYTES / sizeof(OutT), PER_CHUNK = 16 / sizeof(OutT);
   constexpr int BOXES = WG_N / BOX_COLS_C;
   static_assert(!TRANSPOSED || (WG_N == 64 && BOXES <= EPI_BOXES && WG_M % C_BOX_ROWS == 0),
@@ -640,6 +659,7 @@ __device__ __forceinline__ void store_tile_tma_transposed(const float (&acc)[ACC
     for (int h = 0; h < 2; ++h) {
       const int n = transposed_column(warp, h, g), nn = n % BOX_COLS_C;
       const unsigned box = buf + (n / BOX_COLS_C) * EPI_BOX_BYTES;
+      const float b = bias_pair(bias, col0 + n, cols).x;
 #pragma unroll
       for (int jj = 0; jj < C_BOX_ROWS / 8; ++jj) {
 #pragma unroll
@@ -647,7 +667,7 @@ __device__ __forceinline__ void store_tile_tma_transposed(const float (&acc)[ACC
           const int r = 8 * jj + 2 * t + e;  // C row within the chunk
           const unsigned addr = box + r * SWIZZLE_BYTES + (((nn / PER_CHUNK) ^ (r % 8)) << 4) +
                                 sizeof(OutT) * (nn % PER_CHUNK);
-          st_shared_one(addr, acc[4 * ((C_BOX_ROWS / 8) * q + jj) + 2 * h + e], static_cast<OutT*>(nullptr));
+          st_shared_one(addr, acc[4 * ((C_BOX_ROWS / 8) * q + jj) + 2 * h + e] + b, static_cast<OutT*>(nullptr));
         }
       }
     }
@@ -833,12 +853,12 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       const unsigned buf = epi_smem + consumer * EPI_BOXES * EPI_BOX_BYTES;
       if constexpr (TRANSPOSED) {
         store_tile_tma_transposed<OutT>(acc[0], buf, w.g.c, tile_m * BM + wg_m0, tile_n * BN + wg_n0,
-                                        w.matrix, consumer, warp, lane);
+                                        w.matrix, consumer, warp, lane, sched.bias, w.g.N);
       } else {
 #pragma unroll
         for (int s = 0; s < M_SUBS; ++s)
           store_tile_tma<OutT>(acc[s], buf, w.g.c, tile_m * BM + wg_m0 + 64 * s, tile_n * BN + wg_n0,
-                               w.matrix, consumer, warp, lane, epi_staged);
+                               w.matrix, consumer, warp, lane, epi_staged, sched.bias, w.g.N);
       }
       continue;
     }
@@ -851,12 +871,13 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       for (int h = 0; h < 2; ++h) {
         const int col = tile_n * BN + wg_n0 + transposed_column(warp, h, lane / 4);
         if (col >= N) continue;
+        const float b = bias_pair(sched.bias, col, N).x;
 #pragma unroll
         for (int j = 0; j < MMA_N / 8; ++j)
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             const int row = tile_m * BM + wg_m0 + 8 * j + 2 * (lane % 4) + e;
-            if (row < M) C[static_cast<long long>(row) * ldc + col] = to_out(acc[0][4 * j + 2 * h + e], C);
+            if (row < M) C[static_cast<long long>(row) * ldc + col] = to_out(acc[0][4 * j + 2 * h + e] + b, C);
           }
       }
       continue;
@@ -878,8 +899,9 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
 #pragma unroll
         for (int j = 0; j < WG_N / 8; ++j) {
           const int col = col0 + 8 * j;
+          const float2 b = bias_pair(sched.bias, col, N);
           if (col < N)
-            store2(c_row + col, acc[s][4 * j + 2 * half_rows], acc[s][4 * j + 2 * half_rows + 1],
+            store2(c_row + col, acc[s][4 * j + 2 * half_rows] + b.x, acc[s][4 * j + 2 * half_rows + 1] + b.y,
                    c_pairs && col + 1 < N, col + 1 < N);
         }
       }
@@ -1033,12 +1055,12 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
       NAME(const __grid_constant__ zoo_sm90::TensorMap tmap_a,                               \
            const __grid_constant__ zoo_sm90::TensorMap tmap_b,                               \
            const __grid_constant__ zoo_sm90::TensorMap tmap_c, int c_tma,                    \
-           OUT_T* __restrict__ C, int M, int N, int K, int ldc, long long c_batch, int batch,  \
-           int splits, int stream_k, int independent, const zoo_sm90::UnitLayout layout,    \
-           float* workspace, int* counters) {                                               \
+           OUT_T* __restrict__ C, const OUT_T* __restrict__ bias, int M, int N, int K, int ldc,  \
+           long long c_batch, int batch, int splits, int stream_k, int independent,          \
+           const zoo_sm90::UnitLayout layout, float* workspace, int* counters) {             \
     const zoo_sm90::Gemm<OUT_T> g{&tmap_a, &tmap_b, &tmap_c, C, c_batch, M, N, K, ldc, c_tma, 0, nullptr}; \
     const int units = layout.per_matrix.d * batch;                                          \
-    zoo_sm90::gemm<BF16, OUT_T>(zoo_sm90::Scheduler<OUT_T>(g, layout, nullptr, 1, units, splits, stream_k), \
+    zoo_sm90::gemm<BF16, OUT_T>(zoo_sm90::Scheduler<OUT_T>(g, layout, nullptr, 1, units, splits, stream_k, bias), \
                                 workspace, counters, independent != 0);                     \
   }                                                                                         \
   extern "C" __global__ void __launch_bounds__(zoo_sm90::THREADS, 1)                        \
@@ -1054,11 +1076,11 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
       NAME(const __grid_constant__ zoo_sm90::TensorMap tmap_a,                               \
            const __grid_constant__ zoo_sm90::TensorMap tmap_b,                               \
            const __grid_constant__ zoo_sm90::TensorMap tmap_c, int c_tma,                    \
-           OUT_T* __restrict__ C, int M, int N, int K, int ldc, int splits,                 \
-           const __grid_constant__ zoo::ConvGeometry conv, const zoo_sm90::UnitLayout layout, \
-           float* workspace, int* counters) {                                               \
+           OUT_T* __restrict__ C, const OUT_T* __restrict__ bias, int M, int N, int K, int ldc, \
+           int splits, const __grid_constant__ zoo::ConvGeometry conv,                      \
+           const zoo_sm90::UnitLayout layout, float* workspace, int* counters) {             \
     const zoo_sm90::Gemm<OUT_T> g{&tmap_a, &tmap_b, &tmap_c, C, 0, M, N, K, ldc, c_tma, 0, &conv}; \
-    zoo_sm90::gemm<BF16, OUT_T>(zoo_sm90::Scheduler<OUT_T>(g, layout, nullptr, 1, layout.per_matrix.d, splits), \
+    zoo_sm90::gemm<BF16, OUT_T>(zoo_sm90::Scheduler<OUT_T>(g, layout, nullptr, 1, layout.per_matrix.d, splits, 0, bias), \
                                 workspace, counters);                                       \
   }
 
@@ -1144,8 +1166,8 @@ static int launch(Kernel kernel, const T* A, const T* B, OutT* C, int M, int N, 
   UnitLayout layout = plain_layout(M, N, K, 1);  // the kernel divides by the multipliers
   layout.per_matrix = zoo::divisor_of(layout.per_matrix.d), layout.splits = zoo::divisor_of(1);
   layout.per_group = zoo::divisor_of(layout.per_group.d), layout.last_rows = zoo::divisor_of(layout.last_rows.d);
-  kernel<<<units < sms ? units : sms, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, c_tma, C, M, N,
-                                                                      K, N, 0LL, 1, 1, 0, 0, layout, nullptr, nullptr);
+  kernel<<<units < sms ? units : sms, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, c_tma, C, nullptr, M,
+                                                                      N, K, N, 0LL, 1, 1, 0, 0, layout, nullptr, nullptr);
   ZOO_CUDA_CHECK(cudaGetLastError());
   return 0;
 }

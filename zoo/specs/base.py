@@ -75,6 +75,9 @@ class KernelSpec:
     # launch and set-up can overlap that grid's last tiles (registry.dependent_launch: when).
     pdl: bool = False
     split_k: bool = False                # can cut K into units reduced through a workspace
+    # Whether a config adds a bias vector (C's dtype, one value per column) in fp32 before C's
+    # rounding: a pointer argument right after C (0: none). Else the bias is added after.
+    bias_epilogue: Callable[[cfgs.TileConfig], bool] = lambda c: False
     # Split-K's model (registry.split_k): how much later a split launch ends than a whole one of
     # the same streaming time (the reduction at its end: the units' partials through L2, a
     # count, the last unit's reads; and its more, shorter CTAs), and the rate at which one CTA

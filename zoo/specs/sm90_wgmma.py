@@ -160,6 +160,12 @@ def _sm90_b_col_box(c: cfgs.TileConfig) -> tuple[int, int]:
     return c.block_n // c.cluster_m, c.block_k
 
 
+def _sm90_bias_epilogue(c: cfgs.TileConfig) -> bool:
+    """The kernel's BIAS_EPILOGUE: a consumer thread's accumulators (warp_m x warp_n over 128
+    threads) at most 128; wider slices spill the bias loads, so the host adds it after."""
+    return c.warp_m * c.warp_n // 128 <= 128
+
+
 SM90_GEMM = KernelSpec(
     name="sm90_gemm_tma_wgmma",
     source=KERNELS_DIR / "sm90" / "gemm_tma_wgmma.cu",
@@ -187,6 +193,7 @@ SM90_GEMM = KernelSpec(
     # pdl: they wait for the grid before them (ACQBULK above); registry.dependent_launch
     # says which launches overlap it (NOTES.md, "Programmatic dependent launch").
     cluster_sizes=(1, 2, 4), split_k=True, stream_k=True, pingpong=True, swap_ab=True, pdl=True,
+    bias_epilogue=_sm90_bias_epilogue,
     # Measured on an H100 (1 x 4096 x K and 16 x 1024 x 4096, forced slice counts; NOTES.md,
     # "The split-K tail"): a split launch ends ~2.6 us later than a whole one of the same
     # streaming time (the reduction itself ~1.3 of it: "Split-K's cost taken apart"), and one
