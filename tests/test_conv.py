@@ -186,3 +186,40 @@ def test_cli_explain_conv(capsys):
 def test_cli_conv_without_gpu(capsys):
     assert main(["conv", "--suite", "layer"]) == 2
     assert "no CUDA GPU" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU path")
+def test_cli_conv_model_without_gpu(capsys):
+    assert main(["conv", "--model", "resnet50"]) == 2
+    assert "no CUDA GPU" in capsys.readouterr().err
+
+
+class _Net(torch.nn.Module):
+    """A stem, a layer run three times, a depthwise layer and a 'same'-padded one."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, 16, 7, 2, 3, bias=False)
+        self.block = torch.nn.Conv2d(16, 16, 3, 1, 1)
+        self.twin = torch.nn.Conv2d(16, 16, 3, 1, 1)  # the block's shape: counted with it
+        self.depthwise = torch.nn.Conv2d(16, 16, 3, 1, 1, groups=16)
+        self.same = torch.nn.Conv2d(16, 8, 3, padding="same")
+
+    def forward(self, x):
+        x = self.block(self.twin(self.block(self.stem(x))))
+        return self.same(self.depthwise(x))
+
+
+def test_network_layers_counts_each_shape_and_says_what_the_zoo_cannot_run():
+    model = _Net().half()
+    layers = conv.network_layers(model, (2, 3, 32, 32))
+    assert [(layer.name, layer.count) for layer in layers] == [("stem", 1), ("block", 3), ("depthwise", 1), ("same", 1)]
+    stem, block, depthwise, same = layers
+    assert stem.shape == conv.Conv(2, 32, 32, 3, 16, 7, 7, (2, 2), (3, 3), (1, 1)) and not stem.refusal
+    assert block.shape == conv.Conv(2, 16, 16, 16, 16, 3, 3, (1, 1), (1, 1), (1, 1))
+    assert depthwise.shape is None and depthwise.refusal == "groups=16"
+    assert same.shape is None and "'same'" in same.refusal
+    assert all(p.device.type == "cpu" for p in model.parameters())  # traced on a copy, on the meta device
+    with torch.device("meta"):
+        on_meta = _Net()
+    assert [layer.count for layer in conv.network_layers(on_meta, (1, 3, 20, 20))] == [1, 3, 1, 1]

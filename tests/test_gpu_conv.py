@@ -102,3 +102,16 @@ def test_conv_in_a_cuda_graph():
     g.replay()
     torch.cuda.synchronize()
     assert conv.verify(x, w, y, shape).ok
+
+
+def test_a_networks_convolutions_are_each_verified_and_timed():
+    """zoo conv --model's measurement (models.conv_layers) on torchvision's ResNet-18 at batch 2:
+    every convolution of one forward, grouped by shape, each verified against float64 and
+    timed against cuDNN; the counts add up to the network's Conv2d calls."""
+    torchvision = pytest.importorskip("torchvision")
+    from zoo import models
+    rows = models.conv_layers("resnet18", torch.float16, 2, warmup=1, iters=3, progress=lambda _: None)
+    calls = sum(isinstance(m, torch.nn.Conv2d) for m in torchvision.models.resnet18().modules())
+    assert sum(r.layer.count for r in rows) == calls == 20
+    assert rows[0].layer.shape.r == 7 and rows[0].layer.shape.channels == 3  # the stem comes first
+    assert all(r.verified and r.zoo_ms > 0 and r.cudnn_ms > 0 for r in rows), [r for r in rows if not r.verified]

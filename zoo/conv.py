@@ -364,6 +364,54 @@ def explain(shape: Conv, block_m: int = 128, block_n: int = 128, block_k: int = 
     return lines
 
 
+# ----------------------------------------------------------------------------- networks
+
+@dataclass(frozen=True)
+class NetworkLayer:
+    """A distinct convolution of a network: the first module that runs it, its shape (None
+    where it has no zoo shape), how often one forward runs it, and why the zoo cannot run it
+    (empty: it can)."""
+    name: str
+    shape: Conv | None
+    count: int
+    refusal: str = ""
+
+
+def network_layers(model: torch.nn.Module, input_shape: tuple[int, ...]) -> list[NetworkLayer]:
+    """Every torch.nn.Conv2d one forward of `model` on an input of `input_shape` runs, grouped
+    by shape in order of first use. Traced on the meta device (a model built there is used as
+    it is, any other is copied there): nothing is computed or allocated."""
+    import copy
+    on_meta = all(p.is_meta for p in model.parameters())
+    traced = model if on_meta else copy.deepcopy(model).to("meta")
+    found: dict[tuple, list] = {}
+    names = {module: name for name, module in traced.named_modules()}
+
+    def record(module, args):
+        n, c, h, w = args[0].shape
+        k, _, r, s = module.weight.shape
+        refusal, shape = "", None
+        if module.groups != 1:
+            refusal = f"groups={module.groups}"
+        elif module.padding_mode != "zeros" or isinstance(module.padding, str):
+            refusal = f"padding {module.padding!r}, mode {module.padding_mode!r}"
+        else:
+            shape = Conv(n, h, w, c, k, r, s, tuple(module.stride), tuple(module.padding), tuple(module.dilation))
+        key = (shape, refusal) if shape else (names[module], refusal)
+        entry = found.setdefault(key, [names[module], shape, 0, refusal])
+        entry[2] += 1
+
+    hooks = [m.register_forward_pre_hook(record) for m in traced.modules() if isinstance(m, torch.nn.Conv2d)]
+    try:
+        dtype = next(traced.parameters()).dtype
+        with torch.no_grad():
+            traced.eval()(torch.empty(input_shape, device="meta", dtype=dtype))
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return [NetworkLayer(*entry) for entry in found.values()]
+
+
 # ----------------------------------------------------------------------------- measuring
 
 def _layer(name: str, c: int, k: int, hw: int, rs: int, stride: int = 1, images: int = 32) -> tuple[str, Conv]:

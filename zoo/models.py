@@ -17,7 +17,7 @@ from typing import Callable
 
 import torch
 
-from . import bench
+from . import bench, conv
 from . import nn as zoo_nn
 from .cuda import ZooError
 
@@ -92,13 +92,52 @@ def llama_model(dtype: torch.dtype, layers: int = 16) -> torch.nn.Module:
     return transformers.LlamaForCausalLM(config).to("cuda", dtype).eval()
 
 
-def resnet50_model(dtype: torch.dtype) -> torch.nn.Module:
+def _torchvision_model(name: str):
+    """torchvision's constructor of CNN `name` (random weights: nothing is downloaded)."""
     try:
         import torchvision
     except ImportError as exc:
-        raise ZooError("--model resnet50 needs torchvision (pip install 'zoo[models]')") from exc
+        raise ZooError(f"--model {name} needs torchvision (pip install 'zoo[models]')") from exc
+    build = getattr(torchvision.models, name, None)
+    if not callable(build):
+        raise ZooError(f"torchvision has no model {name!r} (e.g. resnet50, densenet121, vgg16)")
+    return build
+
+
+def cnn_model(name: str, dtype: torch.dtype) -> torch.nn.Module:
+    """torchvision's CNN `name` on the GPU in `dtype`, channels-last, for inference."""
+    build = _torchvision_model(name)
     torch.manual_seed(0)
-    return torchvision.models.resnet50(weights=None).to("cuda", dtype).to(memory_format=torch.channels_last).eval()
+    return build(weights=None).to("cuda", dtype).to(memory_format=torch.channels_last).eval()
+
+
+@dataclass
+class LayerTiming:
+    """One distinct convolution of a network, timed alone against cuDNN (None: not run)."""
+    layer: "conv.NetworkLayer"
+    zoo_ms: float | None = None
+    cudnn_ms: float | None = None
+    verified: bool | None = None
+    kernel: str = ""
+
+
+def conv_layers(name: str, dtype: torch.dtype, batch: int, warmup: int, iters: int,
+                progress: Callable[[str], None] = print) -> list[LayerTiming]:
+    """Every distinct convolution of torchvision's `name` at `batch` x 3 x 224 x 224, each
+    verified and timed side by side with cuDNN (conv.measure: CUDA-graph replays,
+    cudnn.benchmark on); a layer the zoo cannot run is listed with its reason, not timed."""
+    with torch.device("meta"):
+        meta = _torchvision_model(name)(weights=None).to(dtype)
+    rows = []
+    for layer in conv.network_layers(meta, (batch, 3, 224, 224)):
+        row = LayerTiming(layer)
+        if not layer.refusal:
+            progress(f"{name}: {layer.name}")
+            timings, check, kernel, config = conv.measure(layer.shape, dtype, None, warmup, iters)
+            row.zoo_ms, row.cudnn_ms = timings["zoo"].median_ms, timings["cudnn"].median_ms
+            row.verified, row.kernel = check.ok, f"{kernel} / {config}"
+        rows.append(row)
+    return rows
 
 
 def bench_llama(report: Report, dtype: torch.dtype, calls: int, repeats: int, layers: int = 16,
@@ -166,10 +205,12 @@ def _decoder(model, prompt: torch.Tensor, tokens: int, mode: str | None) -> Call
     return run
 
 
-def bench_resnet50(report: Report, dtype: torch.dtype, calls: int, repeats: int, batch: int = 32,
-                   progress: Callable[[str], None] = print) -> None:
-    ref = resnet50_model(dtype)
-    mine, report.swaps["resnet50"] = converted(ref)
+def bench_cnn(report: Report, dtype: torch.dtype, calls: int, repeats: int, batch: int = 32,
+              progress: Callable[[str], None] = print, name: str = "resnet50", compiled: bool = True) -> None:
+    """torchvision's CNN `name` at batch x 3 x 224 x 224, channels-last: torch's layers against
+    zoo.nn.convert's, eager, from a CUDA graph and (compiled) under torch.compile."""
+    ref = cnn_model(name, dtype)
+    mine, report.swaps[name] = converted(ref)
     gen = torch.Generator(device="cuda").manual_seed(2)
     x = torch.randn(batch, 3, 224, 224, device="cuda", dtype=dtype, generator=gen).to(memory_format=torch.channels_last)
     torch.backends.cudnn.benchmark = True
@@ -178,17 +219,18 @@ def bench_resnet50(report: Report, dtype: torch.dtype, calls: int, repeats: int,
         check = f"rel. error {relative_error(got, want):.1e}, top-1 equal " \
                 f"{100 * (want.argmax(1) == got.argmax(1)).float().mean().item():.0f}%"
     with torch.no_grad():
-        progress("resnet50: eager")
-        report.rows.append(Row("resnet50", f"batch {batch}, eager", **_pair(lambda: mine(x), lambda: ref(x), calls,
-                                                                         repeats), check=check))
-        progress("resnet50: CUDA graph")
+        progress(f"{name}: eager")
+        report.rows.append(Row(name, f"batch {batch}, eager", **_pair(lambda: mine(x), lambda: ref(x), calls,
+                                                                    repeats), check=check))
+        progress(f"{name}: CUDA graph")
         g_mine, g_ref = _graphed(lambda: mine(x)), _graphed(lambda: ref(x))
-        report.rows.append(Row("resnet50", f"batch {batch}, CUDA graph", **_pair(g_mine, g_ref, calls, repeats)))
-        progress("resnet50: torch.compile")
-        c_mine, c_ref = torch.compile(mine), torch.compile(ref)
-        report.rows.append(Row("resnet50", f"batch {batch}, torch.compile", **_pair(lambda: c_mine(x),
-                                                                                 lambda: c_ref(x), calls, repeats)))
-        torch._dynamo.reset()
+        report.rows.append(Row(name, f"batch {batch}, CUDA graph", **_pair(g_mine, g_ref, calls, repeats)))
+        if compiled:
+            progress(f"{name}: torch.compile")
+            c_mine, c_ref = torch.compile(mine), torch.compile(ref)
+            report.rows.append(Row(name, f"batch {batch}, torch.compile", **_pair(lambda: c_mine(x),
+                                                                                lambda: c_ref(x), calls, repeats)))
+            torch._dynamo.reset()
 
 
 def mlp(dtype: torch.dtype, width: int = 1024, layers: int = 8) -> torch.nn.Module:
@@ -242,7 +284,7 @@ def _pair(mine, theirs, calls, repeats) -> dict:
 def run(models: list[str], dtype: torch.dtype = torch.float16, calls: int = 10, repeats: int = 7,
         progress: Callable[[str], None] = print) -> Report:
     report = Report()
-    benches = {"llama": bench_llama, "resnet50": bench_resnet50, "mlp-train": bench_mlp_train}
+    benches = {"llama": bench_llama, "resnet50": bench_cnn, "mlp-train": bench_mlp_train}
     for name in models:
         if name not in benches:
             raise ZooError(f"--model must be one of {', '.join(MODELS)}, got {name!r}")

@@ -18,6 +18,12 @@ def add_parsers(sub) -> None:
     s.add_argument("--suite", choices=("layer", "resnet50", "all"), default="all",
                    help="layer: 32x64x56x56 * 128x3x3; resnet50: its 3x3 and 1x1 layers at batch 32; all (default)")
     s.add_argument("--shape", metavar="N,C,H,W,K,R,S[,stride,padding,dilation]", help="one convolution instead of a suite")
+    s.add_argument("--model", metavar="NAMES",
+                   help="torchvision CNNs instead of a suite (e.g. resnet50,densenet121; needs torchvision): every "
+                        "convolution of one forward against cuDNN, weighted by its count, then the whole network")
+    s.add_argument("--batch", type=int, default=32, help="with --model: images per forward (32)")
+    s.add_argument("--calls", type=int, default=10, help="with --model: calls per timed round of the whole network")
+    s.add_argument("--repeats", type=int, default=7, help="with --model: alternating rounds of the whole network")
     dtype_options(s, fp32=False)
     s.add_argument("--kernel", help="a conv kernel instead of the automatic choice (zoo list)")
     s.add_argument("--config", help="this config instead of the automatic choice")
@@ -29,6 +35,8 @@ def cmd_conv(args) -> int:
     if not gpu_available():
         write_json(args.json, {"gpu": None})
         return no_gpu("conv")
+    if args.model:
+        return _conv_models(args)
     import torch
     from .. import conv
     from ..gemm import device_limits
@@ -81,6 +89,77 @@ def cmd_conv(args) -> int:
                             "dtype": args.dtype, "out_dtype": args.out_dtype or args.dtype, "timing": timing,
                             "geomean_pct_of_cudnn": {g: bench.geomean([r["pct_of_cudnn"] for r in rows if r["suite"] == g])
                                                      for g in groups}, "results": rows})
+    if failed:
+        err_console.print(f"[bold red]verification failed[/] for {', '.join(failed)}: the result is wrong")
+        return EXIT_FAIL
+    return EXIT_OK
+
+
+def _conv_models(args) -> int:
+    """zoo conv --model: each network's convolutions alone against cuDNN, weighted by how often
+    one forward runs each, then the whole network (torch's layers against zoo.nn.convert's)."""
+    import torch
+    from .. import models
+    from ..gemm import device_limits
+    show = report_console(args)
+    dtype = getattr(torch, DTYPES[args.dtype])
+    lim = device_limits(torch.cuda.current_device())
+    payload = {"device": lim.part, "date": datetime.date.today().isoformat(), "torch": torch.__version__,
+               "dtype": args.dtype, "batch": args.batch, "models": {}}
+    failed = []
+    for name in args.model.split(","):
+        with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=err_console,
+                      transient=True) as progress:
+            task = progress.add_task(name)
+            step = lambda what: progress.update(task, description=what)  # noqa: E731
+            rows = models.conv_layers(name, dtype, args.batch, args.warmup, args.iters, progress=step)
+            whole = models.Report()
+            models.bench_cnn(whole, dtype, args.calls, args.repeats, args.batch, progress=step, name=name,
+                             compiled=False)
+        table = Table(title=f"{name}, batch {args.batch}, {args.dtype}, channels-last, on {lim.part}: every "
+                            f"convolution alone (median of {args.iters} CUDA-graph replays) against cuDNN "
+                            "(cudnn.benchmark), weighted by its count in one forward")
+        for col in ("layer", "x (N,C,H,W) * w (K,R,S), stride", "count", "kernel / config", "zoo ms", "cuDNN ms",
+                    "% of cuDNN", "count x zoo ms", "verified"):
+            table.add_column(col, justify="left" if col in ("layer", "kernel / config") or col.startswith("x")
+                             else "right", no_wrap=True)
+        zoo_total = cudnn_total = 0.0
+        for r in rows:
+            sh = r.layer.shape
+            geometry = f"{sh.images},{sh.channels},{sh.height},{sh.width} * {sh.out_channels},{sh.r},{sh.s}, " \
+                       f"s{sh.stride[0]}" if sh else "-"
+            if r.zoo_ms is None:
+                table.add_row(r.layer.name, geometry, str(r.layer.count), "not run: " + r.layer.refusal, "", "", "", "", "")
+                continue
+            zoo_total += r.layer.count * r.zoo_ms
+            cudnn_total += r.layer.count * r.cudnn_ms
+            if not r.verified:
+                failed.append(f"{name} {r.layer.name}")
+            table.add_row(r.layer.name, geometry, str(r.layer.count), r.kernel, f"{r.zoo_ms:.4f}", f"{r.cudnn_ms:.4f}",
+                          f"{100 * r.cudnn_ms / r.zoo_ms:.1f}%", f"{r.layer.count * r.zoo_ms:.4f}",
+                          "[green]yes[/]" if r.verified else "[red]NO[/]")
+        timed = [r for r in rows if r.zoo_ms is not None]
+        if timed:
+            table.add_row("[bold]network's convolutions[/]", "", str(sum(r.layer.count for r in timed)), "",
+                          f"{zoo_total:.4f}", f"{cudnn_total:.4f}", f"[bold]{100 * cudnn_total / zoo_total:.1f}%[/]",
+                          "", "", end_section=True)
+        show.print(table)
+        if timed:
+            low = min(timed, key=lambda r: r.cudnn_ms / r.zoo_ms)
+            show.print(f"{name}: lowest layer {low.layer.name} at {100 * low.cudnn_ms / low.zoo_ms:.1f}% of cuDNN; "
+                       f"geometric mean over {len(timed)} distinct layers "
+                       f"{bench.geomean([100 * r.cudnn_ms / r.zoo_ms for r in timed]):.1f}%")
+        for row in whole.rows:
+            show.print(f"{name} whole network, {row.case}: torch {row.torch_ms:.3f} ms, zoo {row.zoo_ms:.3f} ms, "
+                       f"{row.speedup:.2f}x {row.check}")
+        show.print(f"{name}: {whole.swaps.get(name, '')}")
+        payload["models"][name] = {
+            "conv_total_ms": {"zoo": zoo_total, "cudnn": cudnn_total},
+            "layers": [{"layer": r.layer.name, "conv": r.layer.shape.describe() if r.layer.shape else None,
+                        "count": r.layer.count, "refusal": r.layer.refusal, "kernel": r.kernel, "zoo_ms": r.zoo_ms,
+                        "cudnn_ms": r.cudnn_ms, "verified": r.verified} for r in rows],
+            "whole": [asdict(row) for row in whole.rows], "swaps": whole.swaps.get(name, "")}
+    write_json(args.json, payload)
     if failed:
         err_console.print(f"[bold red]verification failed[/] for {', '.join(failed)}: the result is wrong")
         return EXIT_FAIL
