@@ -223,3 +223,30 @@ def test_network_layers_counts_each_shape_and_says_what_the_zoo_cannot_run():
     with torch.device("meta"):
         on_meta = _Net()
     assert [layer.count for layer in conv.network_layers(on_meta, (1, 3, 20, 20))] == [1, 3, 1, 1]
+
+
+def test_a_weights_layout_is_made_once_and_goes_with_the_weight():
+    """conv.laid_out: the copy a kernel needs (here the non-TMA kernels' (R*S*c_pad, K) matrix)
+    is made on the first call and reused while the weight is unchanged; an in-place change makes
+    it again; the weight freed frees it; a view of the weight (read in place) is never kept."""
+    import gc
+    spec = registry.kernel("sm80_conv_mma")
+    shape = conv.Conv(2, 9, 9, 5, 16, 3, 3, (1, 1), (1, 1), (1, 1))
+    plan = conv.ConvPlan(shape, spec, spec.configs[0], None, torch.float16, None)
+    w = torch.randn(16, 5, 3, 3, dtype=torch.float16)
+    first = conv.laid_out(plan, w)
+    assert conv.laid_out(plan, w) is first
+    assert torch.equal(first, conv.weight_matrix(w, shape.c_pad(spec.configs[0].block_k)))
+    with torch.no_grad():
+        w.mul_(2)  # an optimizer step, say
+    second = conv.laid_out(plan, w)
+    assert second is not first and torch.equal(second, conv.weight_matrix(w, shape.c_pad(spec.configs[0].block_k)))
+    kept = len(conv._layouts)
+    del w, first, second
+    gc.collect()
+    assert len(conv._layouts) == kept - 1
+    # A channels-last weight with C a multiple of 8 is the TMA kernel's layout already: a view, not kept.
+    tma = conv.ConvPlan(shape, spec, spec.configs[0], None, torch.float16, ("float16",))
+    w8 = torch.randn(16, 8, 3, 3, dtype=torch.float16).to(memory_format=torch.channels_last)
+    view = conv.laid_out(tma, w8)
+    assert view.data_ptr() == w8.data_ptr() and len(conv._layouts) == kept - 1

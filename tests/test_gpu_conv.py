@@ -115,3 +115,33 @@ def test_a_networks_convolutions_are_each_verified_and_timed():
     assert sum(r.layer.count for r in rows) == calls == 20
     assert rows[0].layer.shape.r == 7 and rows[0].layer.shape.channels == 3  # the stem comes first
     assert all(r.verified and r.zoo_ms > 0 and r.cudnn_ms > 0 for r in rows), [r for r in rows if not r.verified]
+
+
+def test_a_kept_weight_layout_follows_the_weight():
+    """With keep_layout, a weight the kernel reads as a copy (C = 3, padded to 8) is laid out
+    once and kept with it: a change in place makes it again, and a CUDA graph lays it out inside the graph, so a
+    replay after the change reads the weight as it is."""
+    gen = torch.Generator(device="cuda").manual_seed(31)
+    x = torch.randn(2, 3, 20, 20, device="cuda", dtype=torch.float16, generator=gen).to(memory_format=torch.channels_last)
+    w = torch.randn(16, 3, 3, 3, device="cuda", dtype=torch.float16, generator=gen)
+
+    def want():
+        return torch.nn.functional.conv2d(x.double(), w.double(), padding=1)
+    with torch.no_grad():
+        assert bench_rel(zoo.conv2d(x, w, padding=1, keep_layout=True), want()) < 5e-3
+        assert w in conv._layouts
+        w.mul_(-0.5)
+        assert bench_rel(zoo.conv2d(x, w, padding=1, keep_layout=True), want()) < 5e-3
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            y = zoo.conv2d(x, w, padding=1, keep_layout=True)
+        w.mul_(3)
+        graph.replay()
+        torch.cuda.synchronize()
+        assert bench_rel(y, want()) < 5e-3
+
+
+def bench_rel(y, ref):
+    from zoo import bench
+    return bench.relative_error(y, ref)

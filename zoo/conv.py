@@ -18,6 +18,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 import torch
+from torch.utils.weak import WeakTensorKeyDictionary
 
 from . import cuda, gemm, registry
 from .configs import TileConfig
@@ -143,7 +144,7 @@ def check_conv(x, w, bias, stride, padding, dilation, groups, out_dtype) -> tupl
 
 def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1, *, out_dtype: torch.dtype | None = None,
-           kernel: str | None = None, config: str | None = None) -> torch.Tensor:
+           kernel: str | None = None, config: str | None = None, keep_layout: bool = False) -> torch.Tensor:
     """torch.nn.functional.conv2d on the zoo's kernels, as an implicit GEMM (no im2col buffer).
 
     x: (N, C, H, W) and w: (K, C, R, S), both torch.float16 or both torch.bfloat16 on one CUDA
@@ -152,13 +153,39 @@ def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, s
     dilation (ints or (h, w) pairs); groups must be 1. FP32 accumulation; the result is
     (N, K, P, Q) in x's dtype or out_dtype=torch.float32, channels-last. bias (K,) is added in
     fp32 by the sm_90a kernel's epilogue, after the GEMM by the others. No autograd: inputs that
-    require grad raise.
+    require grad raise. A weight the kernel cannot read in place (NCHW, C not a multiple of 8,
+    the non-TMA kernels' (R*S*c_pad, K) matrix) is copied into the kernel's layout per call;
+    with keep_layout=True the copy is made once and kept with the weight until it changes in
+    place (its version) or is freed. Not by default: a write through `w.data` bumps no version,
+    and the kept copy would go stale.
     kernel / config name a conv kernel (zoo list) and one of its configs.
     """
     shape, out_dtype = check_conv(x, w, bias, stride, padding, dilation, groups, out_dtype)
     check_no_grad(x, w, bias)
     plan = plan_for(x, shape, out_dtype, kernel, config)
-    return plan.run(x, plan.weights(w), bias)
+    return plan.run(x, laid_out(plan, w) if keep_layout else plan.weights(w), bias)
+
+
+# A weight's copy in the layout a kernel reads, kept per weight tensor (weakly: it goes with the
+# weight) with the weight's version, address and the layout: (key, copy).
+_layouts = WeakTensorKeyDictionary()
+
+
+def laid_out(plan: "ConvPlan", w: torch.Tensor) -> torch.Tensor:
+    """plan.weights(w), made once per weight and layout: a copy is kept until w changes in place
+    (w._version) or is freed; a view of w (a channels-last weight read in place) is not kept.
+    While a CUDA graph captures, the layout is made in the graph, neither kept nor reused: a
+    replay then reads w as it is (a change to w bumps no version a replay could see)."""
+    if w.is_inference() or (w.is_cuda and torch.cuda.is_current_stream_capturing()):
+        return plan.weights(w)  # inference tensors keep no version counter
+    key = (w._version, w.data_ptr(), plan.layout)
+    kept = _layouts.get(w)
+    if kept is not None and kept[0] == key:
+        return kept[1]
+    b = plan.weights(w)
+    if b.untyped_storage().data_ptr() != w.untyped_storage().data_ptr():
+        _layouts[w] = (key, b)
+    return b
 
 
 def check_no_grad(x, w, bias) -> None:
@@ -193,6 +220,11 @@ class ConvPlan:
     launch: gemm.Launch
     out_dtype: torch.dtype
     im2col: tuple | None   # the im2col map's arguments after the address (TMA kernels)
+
+    @property
+    def layout(self) -> tuple:
+        """What weights() makes: the TMA kernel's packed KRSC, or the (R*S*c_pad, K) matrix."""
+        return ("krsc",) if self.im2col is not None else ("matrix", self.shape.c_pad(self.cfg.block_k))
 
     def weights(self, w: torch.Tensor) -> torch.Tensor:
         """w as this plan's kernel reads it: the TMA kernel, K x R x S x C8 (channels-last);

@@ -75,13 +75,18 @@ _functorch_active = torch._C._are_functorch_transforms_active
 
 
 class Conv2d(torch.nn.Conv2d):
-    """torch.nn.Conv2d on zoo.conv2d: zero padding given as numbers, groups=1, inference."""
+    """torch.nn.Conv2d on zoo.conv2d: zero padding given as numbers, groups=1, inference.
+    keep_layout = True (on a layer, or on the class) keeps a weight the kernel reads as a copy
+    in that layout until the weight changes in place (zoo.conv2d's keep_layout)."""
+
+    keep_layout = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.padding_mode != "zeros" or isinstance(self.padding, str) or self.groups != 1:
             raise ZooError(f"zoo.nn.Conv2d runs zero padding given as numbers and groups=1; this layer has "
                            f"padding_mode={self.padding_mode!r}, padding={self.padding!r}, groups={self.groups}")
-        return ops.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
+        return ops.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups,
+                          keep_layout=self.keep_layout)
 
     @classmethod
     def from_torch(cls, layer: torch.nn.Conv2d) -> "Conv2d":

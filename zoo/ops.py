@@ -126,14 +126,14 @@ class BatchMatMul(torch.autograd.Function):
 
 def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1, *, out_dtype: torch.dtype | None = None,
-           kernel: str | None = None, config: str | None = None) -> torch.Tensor:
-    if torch.compiler.is_compiling():
+           kernel: str | None = None, config: str | None = None, keep_layout: bool = False) -> torch.Tensor:
+    if torch.compiler.is_compiling():  # the op lays weights out per call: nothing kept in a graph's pool
         conv.check_no_grad(x, w, bias)
         pair = lambda v: [v, v] if isinstance(v, int) else list(v)  # noqa: E731 - the op's int[2]
         return torch.ops.zoo.conv2d(x, w, bias, pair(stride), pair(padding), pair(dilation), groups,
                                     out_dtype, kernel, config)
     return conv.conv2d(x, w, bias, stride, padding, dilation, groups, out_dtype=out_dtype, kernel=kernel,
-                       config=config)
+                       config=config, keep_layout=keep_layout)
 
 
 conv2d.__doc__ = conv.conv2d.__doc__
@@ -212,8 +212,9 @@ bmm_op.register_autograd(_bmm_backward, setup_context=_bmm_setup)
 def conv2d_op(x: torch.Tensor, w: torch.Tensor, bias: Optional[torch.Tensor], stride: list[int],
               padding: list[int], dilation: list[int], groups: int, out_dtype: Optional[torch.dtype] = None,
               kernel_name: Optional[str] = None, config_name: Optional[str] = None) -> torch.Tensor:
+    # Laid out per call (keep_layout=False): a copy kept past it would stay in a CUDA-graph pool.
     return conv.conv2d(x, w, bias, tuple(stride), tuple(padding), tuple(dilation), groups, out_dtype=out_dtype,
-                       kernel=kernel_name, config=config_name)
+                       kernel=kernel_name, config=config_name, keep_layout=False)
 
 
 @conv2d_op.register_fake
