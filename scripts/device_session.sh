@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The device run behind the README's results: facts, the GPU tests, every eligible kernel side
-# by side with torch.mm in each dtype pair, the bench suites (4096^3, 8192^3, LLM shapes), the
+# by side with torch.mm in each dtype pair, the bench suites (4096^3, 8192^3, LLM shapes), whole
+# models (zoo bench --model all) and CNNs' convolutions (zoo conv --model), the
 # fp32 kernels (SIMT without TF32, TF32) at 1024^3, 4096^3 and 8192^3, compute-sanitizer on
 # the sm_90a kernels and the SIMT one, and ncu's bank-conflict, occupancy and tensor-pipe
 # figures for each kernel's automatic config. Logs land in $OUT.
@@ -29,6 +30,8 @@ for n in 1024 4096 8192; do
   bin/zoo run --dtype fp32 --tf32 -m $n -n $n -k $n --json "$OUT/tf32-$n.json" | grep -E "^│ sm"
 done
 bin/zoo bench --suite llm --dtype fp32 --tf32 --json "$OUT/bench-llm-tf32.json" | grep geometric
+bin/zoo bench --model all --plot "$OUT/models.png" --json "$OUT/models.json" | tail -24
+bin/zoo conv --model resnet50,densenet121 --json "$OUT/conv-models.json" | tail -40
 bin/zoo batched --json "$OUT/batched.json" | tail -14
 bin/zoo batched --pipeline --trace "$OUT/pipeline-trace.json" --json "$OUT/pipeline.json" | tail -18
 SAN=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)

@@ -185,3 +185,18 @@ def test_a_plan_made_on_a_thread_without_a_current_context():
     assert bench.verify(a, b, seen["out"]).ok
     if seen["context"]:
         pytest.skip("this thread started with a context current: the case did not arise")
+
+
+def test_a_bias_that_shares_memory_with_out_is_refused():
+    """The kernel reads the bias while it writes out: a bias inside out raises (as an a or b
+    inside out does); one beside it in the same buffer is fine."""
+    gen = torch.Generator(device="cuda").manual_seed(23)
+    a, b = rand(64, 128, gen=gen), rand(128, 256, gen=gen)
+    buffer = torch.zeros(65, 256, device="cuda", dtype=torch.float16)
+    out, beside = buffer[:64], buffer[64]
+    with torch.no_grad():
+        with pytest.raises(zoo.ZooError, match="bias must not share memory with out"):
+            zoo.mm(a, b, out=out, bias=out[3])
+        beside.fill_(2.0)
+        zoo.mm(a, b, out=out, bias=beside)
+    assert rel(out, a.double() @ b.double() + 2.0) < 5e-3

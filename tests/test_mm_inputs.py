@@ -291,3 +291,20 @@ dist.destroy_process_group()
 def test_a_bias_of_the_wrong_shape_or_dtype_is_refused(bias, message):
     with pytest.raises(zoo.ZooError, match=message):
         zoo.gemm._check_bias(bias, torch.ones(3, 2, dtype=H), 5)
+
+
+def test_a_bias_is_checked_on_the_autograd_path_too():
+    """Where autograd records the product (the op has no bias), the bias is checked as the
+    launch path checks it: a broadcasting (M, N) or 0-d bias is refused, not silently added."""
+    y = torch.zeros(3, 5, dtype=H)
+    for bad in (torch.zeros(3, 5, dtype=H), torch.tensor(1.0, dtype=H), torch.zeros(1, dtype=H)):
+        with pytest.raises(zoo.ZooError, match=r"bias must be a \(5,\)"):
+            zoo.gemm._plus(y, bad)
+    assert torch.equal(zoo.gemm._plus(y, torch.ones(5, dtype=H)), torch.ones(3, 5, dtype=H))
+
+
+def test_out_with_a_bias_that_requires_grad_is_refused_as_torch_addmm_does():
+    a, b, out = torch.ones(2, 3, dtype=H), torch.ones(3, 4, dtype=H), torch.empty(2, 4, dtype=H)
+    bias = torch.zeros(4, dtype=H, requires_grad=True)
+    with pytest.raises(zoo.ZooError, match="does not support automatic differentiation"):
+        zoo.mm(a, b, out=out, bias=bias)

@@ -178,7 +178,10 @@ def laid_out(plan: "ConvPlan", w: torch.Tensor) -> torch.Tensor:
     replay then reads w as it is (a change to w bumps no version a replay could see)."""
     if w.is_inference() or (w.is_cuda and torch.cuda.is_current_stream_capturing()):
         return plan.weights(w)  # inference tensors keep no version counter
-    key = (w._version, w.data_ptr(), plan.layout)
+    # The stream too: a copy is only ever read on the stream that made it, so when it is freed
+    # (the weight dropped, or replaced here) no other stream may still be reading it.
+    key = (w._version, w.data_ptr(), w.dtype, w.device, w.shape, w.stride(), plan.layout,
+           gemm.current_stream(w.device.index) if w.is_cuda else None)
     kept = _layouts.get(w)
     if kept is not None and kept[0] == key:
         return kept[1]
@@ -435,7 +438,7 @@ def network_layers(model: torch.nn.Module, input_shape: tuple[int, ...]) -> list
 
     hooks = [m.register_forward_pre_hook(record) for m in traced.modules() if isinstance(m, torch.nn.Conv2d)]
     try:
-        dtype = next(traced.parameters()).dtype
+        dtype = next(traced.parameters(), torch.empty(0)).dtype
         with torch.no_grad():
             traced.eval()(torch.empty(input_shape, device="meta", dtype=dtype))
     finally:

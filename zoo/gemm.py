@@ -157,6 +157,7 @@ def _check_out(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor, m: int, n: i
 
 
 OVERLAP_MESSAGE = "out must not overlap a or b: the kernel reads them while it writes out"
+BIAS_OVERLAP_MESSAGE = "bias must not share memory with out: the kernel reads it while it writes out"
 AUTOGRAD_MESSAGE = ("zoo.mm(..., out=...) does not support automatic differentiation, but one of "
                     "its arguments requires grad (as torch.mm: call it under torch.no_grad(), or "
                     "without out=)")
@@ -182,7 +183,9 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None
     `out`, if given, is written and returned (row-major, unit column stride, sharing no
     element with a or b; as torch.mm, not while autograd tracks any of the three).
     bias, an (N,) vector, is added to every row of C: by the sm_90a kernels in their epilogue
-    (in fp32, before C's rounding, as cuBLASLt's bias epilogue), by the others after the GEMM.
+    (in fp32, before C's rounding, as cuBLASLt's bias epilogue; a bias of another dtype is
+    converted to C's first), by the others, and under autograd or torch.compile, after the
+    product. It must not share memory with `out`.
     Autograd and torch.compile go through the custom op zoo::mm (zoo/ops.py): gradients by
     the zoo's own kernels, a fake implementation for tracing.
     The first call for a layout (shapes, strides, dtypes, device, alignment, options) checks
@@ -193,6 +196,8 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None
     try:
         if (a.requires_grad or b.requires_grad or (bias is not None and bias.requires_grad)) \
                 and torch.is_grad_enabled():  # autograd records it
+            if out is not None and bias is not None:
+                check_no_grad_out(bias)  # before the op writes out
             return _plus(_through_ops(a, b, out_dtype, kernel, config, out, allow_tf32), bias)
         # Each tensor's device as get_device()'s int (-1 off CUDA, where no plan is ever made):
         # cheaper to read and hash than a torch.device, and b's too, so that a b on another
@@ -217,8 +222,13 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None
 
 def _plus(y: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
     """y + bias, in place (y is the call's own output, or out), where autograd or tracing
-    records the product: the op has no bias."""
-    return y if bias is None else y.add_(bias)
+    records the product: the op has no bias. The bias is checked as the launch path checks it
+    (a DTensor product's by the sharding rules' add)."""
+    if bias is None:
+        return y
+    if type(y).__name__ != "DTensor":
+        _check_bias(bias, y, y.shape[-1])
+    return y.add_(bias)
 
 
 def _through_ops(a, b, out_dtype, kernel, config, out, allow_tf32) -> torch.Tensor:
@@ -265,6 +275,12 @@ class CallPlan:
             if out.requires_grad and torch.is_grad_enabled():
                 raise ZooError(AUTOGRAD_MESSAGE)
             c = out
+            if bias is not None and _meet(bias, out.data_ptr(), self.extents[2]):
+                shared = overlap.share_elements(out, bias)
+                if shared:
+                    raise ZooError(BIAS_OVERLAP_MESSAGE)
+                if shared is None:  # too hard to tell: read a copy
+                    bias = bias.clone()
         if self.launch is None:
             c.zero_()
             if bias is not None:
@@ -296,6 +312,12 @@ class CallPlan:
         if out is not None:
             torch.autograd.graph.increment_version(out)  # autograd sees the write, as torch.mm's
         return c
+
+
+def _meet(t: torch.Tensor, c_ptr: int, c_extent: int) -> bool:
+    """Whether t's byte span meets out's (c_ptr, c_extent bytes)."""
+    start, end = overlap.span(t)
+    return t.numel() > 0 and start < c_ptr + c_extent and c_ptr < end
 
 
 def _apart_from_out(a, b, out) -> tuple[torch.Tensor, torch.Tensor] | None:
@@ -745,7 +767,7 @@ def plan_grouped(spec: KernelSpec, cfg: TileConfig, device_index: int, table: to
     """One launch for every problem of a table (group_table, on the device): the pointer
     kernels get a block per tile; persistent ones as many blocks as fit, walking all units.
     The Launch holds the table's address only: keep the table alive while it may fire."""
-    with torch.cuda.device(device_index):
+    with torch.cuda.device(device_index), cuda.device_context(device_index):  # as plan_launch
         fn = compiled(spec, cfg, _dtype_name(dtype), _dtype_name(out_dtype), device_index, grouped=True)
         args = [(table.data_ptr(), cuda.POINTER), (count, cuda.INT32)]
         if spec.persistent:

@@ -12,7 +12,7 @@ share counts, as it does for a user (bench.wall_side_by_side).
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import torch
@@ -133,9 +133,13 @@ def conv_layers(name: str, dtype: torch.dtype, batch: int, warmup: int, iters: i
         row = LayerTiming(layer)
         if not layer.refusal:
             progress(f"{name}: {layer.name}")
-            timings, check, kernel, config = conv.measure(layer.shape, dtype, None, warmup, iters)
-            row.zoo_ms, row.cudnn_ms = timings["zoo"].median_ms, timings["cudnn"].median_ms
-            row.verified, row.kernel = check.ok, f"{kernel} / {config}"
+            try:
+                timings, check, kernel, config = conv.measure(layer.shape, dtype, None, warmup, iters)
+            except ZooError as exc:  # a shape no conv kernel takes: reported, the others still run
+                row.layer = replace(layer, refusal=str(exc))
+            else:
+                row.zoo_ms, row.cudnn_ms = timings["zoo"].median_ms, timings["cudnn"].median_ms
+                row.verified, row.kernel = check.ok, f"{kernel} / {config}"
         rows.append(row)
     return rows
 
