@@ -182,10 +182,10 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None
     allow_tf32=True, or when None by torch.backends.cuda.matmul.allow_tf32, as torch.mm.
     `out`, if given, is written and returned (row-major, unit column stride, sharing no
     element with a or b; as torch.mm, not while autograd tracks any of the three).
-    bias, an (N,) vector, is added to every row of C: by the sm_90a kernels in their epilogue
-    (in fp32, before C's rounding, as cuBLASLt's bias epilogue; a bias of another dtype is
-    converted to C's first), by the others, and under autograd or torch.compile, after the
-    product. It must not share memory with `out`.
+    bias, an (N,) vector, is added to every row of C: by the sm_90a kernel's epilogue in its
+    configs of at most 128 accumulators a thread (in fp32, before C's rounding, as cuBLASLt's
+    bias epilogue; a bias of another dtype is converted to C's first), else, and under autograd
+    or torch.compile, after the product. It must not share memory with `out`.
     Autograd and torch.compile go through the custom op zoo::mm (zoo/ops.py): gradients by
     the zoo's own kernels, a fake implementation for tracing.
     The first call for a layout (shapes, strides, dtypes, device, alignment, options) checks
