@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import zoo
-from zoo import conv, gemm, registry
+from zoo import bench, conv, gemm, registry
 from zoo.cuda import ZooError
 
 pytestmark = pytest.mark.gpu
@@ -128,10 +128,10 @@ def test_a_kept_weight_layout_follows_the_weight():
     def want():
         return torch.nn.functional.conv2d(x.double(), w.double(), padding=1)
     with torch.no_grad():
-        assert bench_rel(zoo.conv2d(x, w, padding=1, keep_layout=True), want()) < 5e-3
+        assert bench.relative_error(zoo.conv2d(x, w, padding=1, keep_layout=True), want()) < 5e-3
         assert w in conv._layouts
         w.mul_(-0.5)
-        assert bench_rel(zoo.conv2d(x, w, padding=1, keep_layout=True), want()) < 5e-3
+        assert bench.relative_error(zoo.conv2d(x, w, padding=1, keep_layout=True), want()) < 5e-3
         torch.cuda.synchronize()
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
@@ -139,9 +139,4 @@ def test_a_kept_weight_layout_follows_the_weight():
         w.mul_(3)
         graph.replay()
         torch.cuda.synchronize()
-        assert bench_rel(y, want()) < 5e-3
-
-
-def bench_rel(y, ref):
-    from zoo import bench
-    return bench.relative_error(y, ref)
+        assert bench.relative_error(y, want()) < 5e-3

@@ -242,8 +242,8 @@ class ConvPlan:
         xs = nhwc(x)
         y = torch.empty((sh.gemm_m, sh.out_channels), dtype=self.out_dtype, device=x.device)
         launch, args = self.launch, self.launch.args
-        if bias is not None and (launch.bias_slot is not None or bias.dtype != y.dtype):
-            bias = bias.to(y.dtype).contiguous()  # the kernel reads a packed vector of y's dtype
+        if bias is not None:
+            bias = bias.to(y.dtype).contiguous()  # a packed vector of y's dtype (no copy if it is one)
         with launch.lock:
             if self.im2col is not None:
                 args.set_map(0, cuda.im2col_tensor_map(xs.data_ptr(), *self.im2col))
@@ -372,7 +372,7 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, x: torch.T
                 (n, cuda.INT32), (splits, cuda.INT32), geometry,
                 (spec.unit_layout(cfg, m, n, k, splits), cuda.BY_VALUE), (0, cuda.POINTER), (0, cuda.POINTER)]
     launch = gemm.Launch(fn, device_index, grid, cfg.threads, cfg.cluster_size, args, split_k, (0, 1, 4), maps=True,
-                         bias_slot=5 if spec.bias_epilogue(cfg) else None)
+                         bias_slot=gemm.BIAS_SLOT if spec.bias_epilogue(cfg) else None)
     return launch, im2col
 
 
@@ -412,6 +412,16 @@ class NetworkLayer:
     refusal: str = ""
 
 
+def layer_refusal(layer: torch.nn.Conv2d) -> str:
+    """Why zoo.conv2d cannot run a torch.nn.Conv2d as it is (empty: it can): it computes dense
+    convolutions (groups=1) with zero padding given as numbers."""
+    if layer.groups != 1:
+        return f"groups={layer.groups}"
+    if layer.padding_mode != "zeros" or isinstance(layer.padding, str):
+        return f"padding {layer.padding!r}, mode {layer.padding_mode!r}"
+    return ""
+
+
 def network_layers(model: torch.nn.Module, input_shape: tuple[int, ...]) -> list[NetworkLayer]:
     """Every torch.nn.Conv2d one forward of `model` on an input of `input_shape` runs, grouped
     by shape in order of first use. Traced on the meta device (a model built there is used as
@@ -425,12 +435,8 @@ def network_layers(model: torch.nn.Module, input_shape: tuple[int, ...]) -> list
     def record(module, args):
         n, c, h, w = args[0].shape
         k, _, r, s = module.weight.shape
-        refusal, shape = "", None
-        if module.groups != 1:
-            refusal = f"groups={module.groups}"
-        elif module.padding_mode != "zeros" or isinstance(module.padding, str):
-            refusal = f"padding {module.padding!r}, mode {module.padding_mode!r}"
-        else:
+        refusal, shape = layer_refusal(module), None
+        if not refusal:
             shape = Conv(n, h, w, c, k, r, s, tuple(module.stride), tuple(module.padding), tuple(module.dilation))
         key = (shape, refusal) if shape else (names[module], refusal)
         entry = found.setdefault(key, [names[module], shape, 0, refusal])

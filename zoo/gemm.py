@@ -156,6 +156,9 @@ def _check_out(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor, m: int, n: i
         raise ZooError(f"out must have unit column stride and non-overlapping rows, got strides {out.stride()}")
 
 
+# The sm_90a entries' bias pointer: the argument after C (maps A, B, C, c_tma, C, bias, ...).
+BIAS_SLOT = 5
+
 OVERLAP_MESSAGE = "out must not overlap a or b: the kernel reads them while it writes out"
 BIAS_OVERLAP_MESSAGE = "bias must not share memory with out: the kernel reads it while it writes out"
 AUTOGRAD_MESSAGE = ("zoo.mm(..., out=...) does not support automatic differentiation, but one of "
@@ -259,7 +262,6 @@ class CallPlan:
     extents: tuple[int, int, int]  # bytes from data_ptr() to the end of a, b, out's span
     options: dict                  # the call's kernel, config, out_dtype, allow_tf32
     same_dtype: bool               # C in a's dtype: a.new_empty((m, n)) makes it
-    bias_in_kernel: bool = False   # the kernel adds the bias (KernelSpec.bias_epilogue), else add_ after
     bias_copy: bool = False        # the bias is not a packed vector of C's dtype: converted per call
 
     def run(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None,
@@ -301,7 +303,7 @@ class CallPlan:
             if self.copy_b:
                 b = _row_major_copy(b, self.aligned)
                 b_ptr = b.data_ptr()
-            if bias is None or not self.bias_in_kernel:
+            if bias is None or self.launch.bias_slot is None:  # none, or added after
                 self.launch.fire_at(a_ptr, b_ptr, c_ptr)
                 if bias is not None:
                     c.add_(bias)
@@ -377,7 +379,7 @@ def plan_call(a, b, out_dtype, kernel, config, out, allow_tf32, bias=None) -> Ca
     launch.choice = (spec.name, cfg.name, splits)
     bias_copy = bias is not None and (bias.dtype != out_dtype or bias.stride(0) != 1)
     return CallPlan(m, n, out_dtype, launch, a_copy is not None, b_copy is not None, spec.aligned_rows,
-                    extents, options, out_dtype == a.dtype, spec.bias_epilogue(cfg), bias_copy)
+                    extents, options, out_dtype == a.dtype, bias_copy)
 
 
 def _check_bias(bias, a: torch.Tensor, n: int) -> None:
@@ -443,7 +445,7 @@ class Launch:
         self.choice: tuple | None = None  # (kernel, config, splits) zoo.mm chose, for zoo tune's tests
         self.stream_k = stream_k        # tail tiles spread along K (registry.stream_k_tiles)
         self.bound: tuple[int, int] | None = None  # the split-K workspace the arguments point at
-        self.bias_slot = bias_slot      # argument index of the bias (KernelSpec.bias_epilogue)
+        self.bias_slot = bias_slot      # BIAS_SLOT where the kernel adds the bias (KernelSpec.bias_epilogue)
 
     def fire_at(self, a_ptr: int, b_ptr: int, c_ptr: int, bias_ptr: int = 0, stream: int | None = None) -> None:
         """Launch at these addresses (bias_ptr: 0 for none; kernels with bias_slot) on
@@ -668,7 +670,7 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
     slots = (0, 1, 4) if spec.tma_boxes else (0, 1, 2)
     footprint = batch * ((m * k + k * n) * a.element_size() + m * n * c.element_size())
     return Launch(fn, device_index, grid, cfg.threads, cfg.cluster_size, args, split_k, slots,
-                  maps=bool(spec.tma_boxes), stream_k=tail, bias_slot=5 if spec.bias_epilogue(cfg) else None,
+                  maps=bool(spec.tma_boxes), stream_k=tail, bias_slot=BIAS_SLOT if spec.bias_epilogue(cfg) else None,
                   pdl=independent or registry.dependent_launch(spec, device_limits(device_index), footprint))
 
 

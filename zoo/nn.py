@@ -82,9 +82,9 @@ class Conv2d(torch.nn.Conv2d):
     keep_layout = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self.padding_mode != "zeros" or isinstance(self.padding, str) or self.groups != 1:
-            raise ZooError(f"zoo.nn.Conv2d runs zero padding given as numbers and groups=1; this layer has "
-                           f"padding_mode={self.padding_mode!r}, padding={self.padding!r}, groups={self.groups}")
+        reason = conv.layer_refusal(self)
+        if reason:
+            raise ZooError(f"zoo.nn.Conv2d runs zero padding given as numbers and groups=1; this layer has {reason}")
         return ops.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups,
                           keep_layout=self.keep_layout)
 
@@ -134,7 +134,7 @@ def convert(model: torch.nn.Module, *, linear: bool = True, conv2d: bool = True,
                 module.__class__ = Linear
             report.append(Swap(name, "Linear", not reason, reason))
         elif type(module) is torch.nn.Conv2d and conv2d:
-            reason = _refusal(module.weight, conv.CONV_DTYPES) or _conv_refusal(module)
+            reason = _refusal(module.weight, conv.CONV_DTYPES) or conv.layer_refusal(module)
             if not reason:
                 module.__class__ = Conv2d
             report.append(Swap(name, "Conv2d", not reason, reason))
@@ -153,11 +153,3 @@ def _refusal(weight: torch.Tensor, dtypes) -> str:
     return ""
 
 
-def _conv_refusal(layer: torch.nn.Conv2d) -> str:
-    if layer.groups != 1:
-        return f"groups={layer.groups} (zoo.conv2d computes dense convolutions)"
-    if isinstance(layer.padding, str):
-        return f"padding={layer.padding!r} (give it as numbers)"
-    if layer.padding_mode != "zeros":
-        return f"padding_mode={layer.padding_mode!r}"
-    return ""
