@@ -40,6 +40,25 @@ def test_what_the_streaming_kernel_is_not_chosen_for():
         registry.select(arch.offline("sm_75"), Problem(1, 4096, 4096, "bfloat16", "bfloat16"))
 
 
+@pytest.mark.parametrize("target", ["sm_75", "sm_80"])
+def test_a_linear_weight_read_in_place_sends_few_rows_to_the_streaming_kernel(target):
+    """x @ W^T with W (N, K) row-major, as torch.nn.Linear computes it: where no swap-AB tiles
+    serve skinny M, the streaming kernel's K-major build reads W in place for 1-8 rows, whatever
+    N (no 8-column rule: it reads along K); more rows take tiles. Hopper keeps its swap-AB
+    tiles (measured faster there: NOTES.md, "A K-major streaming kernel")."""
+    lim = arch.offline(target)
+    for m in (1, 3, registry.SKINNY_MAX_M):
+        assert registry.select(lim, Problem(m, 2048, 2048, b_col=True))[0] is GEMV
+        assert registry.select(lim, Problem(m, 4095, 4104, b_col=True))[0] is GEMV  # no 8-column rule
+    assert registry.select(lim, Problem(registry.SKINNY_MAX_M + 1, 2048, 2048, b_col=True))[0] is not GEMV
+    spec, cfg = registry.select(arch.offline("sm_90a"), Problem(1, 2048, 2048, b_col=True))
+    assert spec is registry.SM90_GEMM and cfg.swap_ab
+    w = torch.zeros(2048, 1024, dtype=torch.float16)  # W of Linear(1024, 2048)
+    x = torch.zeros(1, 1024, dtype=torch.float16)
+    for cfg in GEMV.configs:
+        assert gemm.read_in_place(GEMV, cfg, x, w.t()) == (False, True)
+
+
 def test_the_streaming_kernel_is_a_candidate_for_few_rows_only():
     names = lambda m: [k.name for k in registry.eligible((8, 0), Problem(m, 4096, 4096))]  # noqa: E731
     assert GEMV.name in names(GEMV.max_m) and GEMV.name not in names(GEMV.max_m + 1)
@@ -122,6 +141,33 @@ def test_streaming_kernel_rows_tails_and_slices(dtype):
         for n, k in ((8, 1), (264, 7), (4096, 4096), (1000, 513), (4095, 300), (13, 20000)):
             for out_dtype in (t, torch.float32):
                 check(rand(m, k, gen=gen, dtype=t), rand(k, n, gen=gen, dtype=t), out_dtype, kernel=GEMV.name)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_k_major_streaming_reads_a_linear_weight_in_place(dtype):
+    """x @ W^T with W read in place (no copy of B): M of 1-9, N and K off blocks and chunks,
+    K in one slice or many (the registry's count and others by hand), every output dtype;
+    each against float64 with NaN-poisoned outputs."""
+    lim = _needs_gpu()
+    if dtype == "bfloat16" and lim.cc < (8, 0):
+        pytest.skip("bf16 needs CC 8.0")
+    gen = torch.Generator(device="cuda").manual_seed(47)
+    t = getattr(torch, dtype)
+    dev = torch.cuda.current_device()
+    for m in (1, 2, 3, 5, 8, 9):
+        for n, k in ((8, 8), (264, 16), (2048, 2048), (1000, 520), (4095, 304), (13, 20000), (7, 2056)):
+            a, w = rand(m, k, gen=gen, dtype=t), rand(n, k, gen=gen, dtype=t)
+            for out_dtype in (t, torch.float32):
+                plan = gemm.plan_call(a, w.t(), out_dtype, GEMV.name, None, None, None)
+                assert not plan.copy_b, "W is read in place"
+                check(a, w.t(), out_dtype, kernel=GEMV.name)
+            cfg = registry.select(lim, Problem(m, n, k, dtype, dtype, b_col=True), kernel_name=GEMV.name)[1]
+            for splits in (1, 3, 7):
+                out = torch.full((m, n), float("nan"), device="cuda", dtype=t)
+                gemm.plan_launch(GEMV, cfg, dev, a, w.t(), out, k, k, k, splits=splits, b_col=True).fire()
+                res = bench.verify(a, w.t(), out)
+                assert res.ok, f"{m}x{n}x{k} in {splits} slices: {res.describe()}"
 
 
 @pytest.mark.gpu

@@ -17,6 +17,7 @@ from .configs import TileConfig
 from .cuda import ZooError
 from .registry import INT32_MAX, KernelSpec, Problem
 from .specs.base import column_layouts
+from .specs.gemv import GEMV_LANE_COLS
 
 DTYPE_NAMES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32"}
 INPUT_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
@@ -368,7 +369,8 @@ def plan_call(a, b, out_dtype, kernel, config, out, allow_tf32, bias=None) -> Ca
     device_index = a.device.index if a.device.index is not None else torch.cuda.current_device()
     limits = device_limits(device_index)
     problem = Problem(m, n, k, _dtype_name(a.dtype), _dtype_name(out_dtype), tf32_allowed(a.dtype, allow_tf32),
-                      ldb=b.stride(0) if b.stride(1) == 1 and k > 1 else 0)  # one row has no stride
+                      ldb=b.stride(0) if b.stride(1) == 1 and k > 1 else 0,  # one row has no stride
+                      b_col=column_major(b))
     spec, cfg, splits = _choose(limits, problem, device_index, kernel, config)
     a_col, b_col = read_in_place(spec, cfg, a, b)
     a_read, lda, a_copy = (a, a.stride(1), None) if a_col else row_major_plan(a, spec.aligned_rows)
@@ -630,7 +632,7 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
         fn = compiled(spec, cfg, _dtype_name(a.dtype), _dtype_name(c.dtype), device_index, a_col=a_col, b_col=b_col)
         if spec.max_m:
             return _plan_stream(spec, cfg, fn, device_index, a, b, c, k, lda, ldb, splits,
-                                alone=shared_units is None)
+                                alone=shared_units is None, b_col=b_col)
         resident = _resident_clusters(spec, cfg, fn, device_index)
         alone = shared_units is None
         if not alone and resident:
@@ -676,12 +678,13 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
 
 def _plan_stream(spec: KernelSpec, cfg: TileConfig, fn: cuda.Function, device_index: int, a: torch.Tensor,
                  b: torch.Tensor, c: torch.Tensor, k: int, lda: int, ldb: int, splits: int | None,
-                 alone: bool = True) -> Launch:
+                 alone: bool = True, b_col: bool = False) -> Launch:
     """plan_launch for a streaming kernel (spec.max_m; kernels/sm75/gemv_stream.cu): a grid of
     column blocks x K slices x row groups, the slices added through the split-K workspace.
     splits: by hand (a probe), else registry.stream_splits; either way no slice is over
     block_k rows (a count that asks for deeper ones gets more). alone=False: the launch shares
-    the GPU with others (the streams mode), so it is not sliced further to fill it."""
+    the GPU with others (the streams mode), so it is not sliced further to fill it. b_col: B
+    read K-major (B^T rows, ldb apart), whose slices start on whole 8-element chunks."""
     if c.dim() != 2:
         raise ZooError(f"{spec.name} takes one GEMM per launch")
     m, n = c.shape
@@ -689,6 +692,8 @@ def _plan_stream(spec: KernelSpec, cfg: TileConfig, fn: cuda.Function, device_in
     auto_splits, per = registry.stream_splits(cfg, m, n, k, resident)  # raises past the grid's limits
     if splits is not None and splits != auto_splits:
         per = min(-(-k // max(splits, 1)), cfg.block_k)
+    if b_col:
+        per = -(-per // GEMV_LANE_COLS) * GEMV_LANE_COLS  # block_k is whole chunks too (its rules)
     splits = -(-k // per)
     grid = (-(-n // cfg.block_n), splits, -(-m // cfg.block_m))
     args = [(a.data_ptr(), cuda.POINTER), (b.data_ptr(), cuda.POINTER), (c.data_ptr(), cuda.POINTER),

@@ -166,6 +166,16 @@ NARROW_MAX_M = 128
 # tiles read more of A and B per FLOP: 128x128pp (half of 128x256's area) lost at 4096^3 at
 # an equal wave cost. Grids under one wave split K instead (split_k): not measured there.
 PINGPONG_MIN_AREA = 0.75  # of the cooperative tile's area: 128x192 against 128x256
+# A grid of at most SHORT_GRID_WAVES waves of the cooperative tile stores each CTA's one or two
+# tiles with nothing under their epilogues, which a K of at most SHORT_GRID_MAX_K_TILES K-tiles
+# does not amortize: there a ping-pong tile of half its area pays. On an
+# H200 (CUDA-graph replays, inputs out of L2; NOTES.md, "Short grids take half-size ping-pong
+# tiles"): x W^T at 8192 x 1024 x 1024 bf16 with 128x128pp 28.6 us against 29.9 for 128x256
+# (torch 29.4), with a bias in the epilogue 31.3 against 35.8; dY W at the same shape 29.4
+# against 29.6.
+SHORT_GRID_WAVES = 2
+SHORT_GRID_MAX_K_TILES = 32
+PINGPONG_MIN_AREA_SHORT = 0.5
 
 MIN_RESIDENT_WARPS = 8  # fewer warps per SM leave the register-prefetch pipeline's latency exposed
 WAVE_SLACK = 0.25  # later configs are less efficient per tile (measured): one must save this much
@@ -240,14 +250,18 @@ def pingpong_choice(spec: KernelSpec, preferred: list[cfgs.TileConfig], costs: d
                     problem: Problem, chosen: cfgs.TileConfig, group: tuple[Problem, ...] = ()) -> cfgs.TileConfig:
     """The first ping-pong config instead of a cooperative `chosen` for a grid of more than one
     wave, where its wave cost is no higher and its tile at least PINGPONG_MIN_AREA of chosen's
-    (same cluster shape): the epilogues hidden, for no more waves and little more operand
-    traffic."""
+    (PINGPONG_MIN_AREA_SHORT for a grid of at most SHORT_GRID_WAVES waves over at most
+    SHORT_GRID_MAX_K_TILES K-tiles; same cluster shape):
+    the epilogues hidden, for no more waves and little more operand traffic."""
     tiles = sum(chosen.tiles(p.m, p.n) for p in group) if group else chosen.tiles(problem.m, problem.n)
-    if spec.op != "gemm" or chosen.pingpong or tiles <= limits.sm_count * max(resident_blocks(spec, chosen, limits), 1):
+    wave = limits.sm_count * max(resident_blocks(spec, chosen, limits), 1)
+    if spec.op != "gemm" or chosen.pingpong or tiles <= wave:
         return chosen
+    short = tiles <= SHORT_GRID_WAVES * wave and -(-problem.k // chosen.block_k) <= SHORT_GRID_MAX_K_TILES
+    least = PINGPONG_MIN_AREA_SHORT if short else PINGPONG_MIN_AREA
     area = chosen.block_m * chosen.block_n
     return next((c for c in preferred if c.pingpong and c.cluster_size == chosen.cluster_size
-                 and costs[c] <= costs[chosen] and c.block_m * c.block_n >= PINGPONG_MIN_AREA * area), chosen)
+                 and costs[c] <= costs[chosen] and c.block_m * c.block_n >= least * area), chosen)
 
 
 def swap_ab_choice(spec: KernelSpec, swapped: list[cfgs.TileConfig], limits: ArchLimits, problem: Problem,
@@ -359,16 +373,21 @@ def select_each(limits: ArchLimits, problem: Problem,
 # with torch.mm on an H200 (NOTES.md, "A streaming kernel for skinny M"): no faster than the
 # sm90 kernel's swap-AB tiles (16x128s: 1 x 4096 x 4096 98.6% of torch.mm against 97.8-101.6%,
 # 1 x 4096 x 1024 85.5% against 76%), so a kernel with swap-AB tiles keeps skinny M; the others'
-# 64-row tiles run a GEMM of a few rows on a few SMs, where it streams B over all of them.
+# 64-row tiles run a GEMM of a few rows on a few SMs, where it streams B over all of them. Its
+# K-major build (x @ W^T, W read in place) lost to them too on an H200 (1 x 2048 x 2048: 12.1
+# us against 10.3; NOTES.md, "A K-major streaming kernel"); elsewhere it spares a copy of W.
 SKINNY_MAX_M = 8
 
 
 def skinny_choice(limits: ArchLimits, problem: Problem, chosen: KernelSpec) -> KernelSpec | None:
     """The streaming kernel instead of `chosen` for one GEMM of at most SKINNY_MAX_M rows, where
     `chosen` has no swap-AB tiles (those hold a few rows as well), a streaming kernel runs on
-    the device and computes the dtypes, and N and B's row stride are multiples of its 8-column
+    the device and computes the dtypes, and B is either read K-major in place (a Linear's W^T,
+    by its K-major build) or row-major with N and its row stride multiples of the 8-column
     chunks (no copy of B, no element-wise tail); else None (`chosen` stands)."""
-    if chosen.swap_ab or problem.m > SKINNY_MAX_M or problem.n % 8 or (problem.ldb or problem.n) % 8:
+    if chosen.swap_ab or problem.m > SKINNY_MAX_M:
+        return None
+    if not problem.b_col and (problem.n % 8 or (problem.ldb or problem.n) % 8):
         return None
     return next((k for k in eligible(limits.cc, problem) if k.max_m >= problem.m), None)
 

@@ -22,6 +22,14 @@
 //   zero for the next launch on the stream.
 // Tails: a lane whose 8 columns run past N loads element by element (zero past N); rows of
 //   A past M are zero; stores past M, N are skipped.
+// Built with -DZOO_B_K_MAJOR (B given column-major, as B^T (N, K) row-major with row stride
+//   ldb: torch.nn.Linear's x @ W^T reads W in place, as LLM decoding does): a column of C is a
+//   dot product along a row of B^T. A's slice is staged row by row (As[row][k]); each warp takes BN / WARPS
+//   columns, LOADS at a time per lane group: a column gets `lanes` lanes (its slice's 16-byte
+//   chunks, at most 32, a power of two), each loading its chunks of the column (LDG.128 along
+//   K) and FMAing them with A's 8 x ROWS values; the lanes add their sums by shuffles. Slices
+//   start on whole chunks (k_per_split % 8 == 0); a chunk past the slice's end loads element
+//   by element.
 //
 // Run it: zoo bench --shapes 1x4096x4096 --kernel sm75_gemv_stream   (see README.md)
 
@@ -37,6 +45,10 @@
 #define ZOO_SMEM_BYTES 8192
 #endif
 
+#ifndef ZOO_B_K_MAJOR
+#define ZOO_B_K_MAJOR 0
+#endif
+
 namespace zoo_gemv {
 
 constexpr int ROWS = ZOO_BM;        // rows of C a block computes (the problem's M is at most this)
@@ -45,6 +57,7 @@ constexpr int KS_MAX = ZOO_BK;      // most rows of B (K) per block
 constexpr int LOADS = ZOO_STAGES;   // 16-byte loads a round of a lane (two rounds in flight)
 constexpr int THREADS = ZOO_THREADS;
 constexpr int WARPS = THREADS / 32;
+constexpr bool B_K_MAJOR = ZOO_B_K_MAJOR;
 // Shared memory: the block's slice of A as fp32, then (reused) the warps' sums of one row.
 constexpr int SMEM_BYTES = zoo::cmax(KS_MAX * ROWS, WARPS * BN) * 4;
 
@@ -52,6 +65,7 @@ static_assert(BN == 256, "a warp covers 32 lanes x 8 columns");
 static_assert(THREADS % 32 == 0 && THREADS >= 32 && THREADS <= 1024, "whole warps");
 static_assert(ROWS >= 1 && ROWS <= 8, "1-8 rows of C per block (ROWS x 8 accumulators a lane)");
 static_assert(KS_MAX % WARPS == 0, "a K slice is a whole number of rounds of the warps");
+static_assert(KS_MAX % 8 == 0 && BN % WARPS == 0, "whole chunks a slice, whole columns a warp (K-major)");
 static_assert(SMEM_BYTES == ZOO_SMEM_BYTES, "host smem formula (zoo/specs/gemv.py) disagrees with the kernel");
 
 __device__ __forceinline__ float to_float(half v) { return __half2float(v); }
@@ -86,6 +100,95 @@ __device__ __forceinline__ uint4 load_chunk(const T* p, int valid) {
   return v;
 }
 
+// A's slice, read along k (coalesced), kept as fp32 in As[k][row]; rows past M are zero.
+template <typename T>
+__device__ __forceinline__ void stage_a(float* smem, const T* __restrict__ A, int lda, int row0, int rows,
+                                        int k0, int depth) {
+  for (int i = threadIdx.x; i < ROWS * depth; i += THREADS) {
+    const int r = i / depth, kk = i - r * depth;
+    smem[kk * ROWS + r] = r < rows ? to_float(A[static_cast<long long>(row0 + r) * lda + k0 + kk]) : 0.f;
+  }
+}
+
+// K-major B's A slice: As[row][k], rows KS_MAX apart, so a lane reads its chunk's 8 values of
+// a row as two 16-byte loads (As[k][row] put a group's lanes 8 x ROWS floats apart: bank
+// conflicts up to 32-way at 8 rows); zero from the slice's depth to its last whole chunk.
+template <typename T>
+__device__ __forceinline__ void stage_a_rows(float* smem, const T* __restrict__ A, int lda, int row0, int rows,
+                                             int k0, int depth) {
+  const int width = (depth + 7) / 8 * 8;
+  for (int i = threadIdx.x; i < ROWS * width; i += THREADS) {
+    const int r = i / width, kk = i - r * width;
+    smem[r * KS_MAX + kk] = r < rows && kk < depth ? to_float(A[static_cast<long long>(row0 + r) * lda + k0 + kk]) : 0.f;
+  }
+}
+
+// K-major B: this block's columns of C over its slice, each column's dot products summed by
+// its lanes; stored to C (one slice) or to this slice's partials. As is staged (stage_a_rows).
+template <typename T, typename OutT>
+__device__ __forceinline__ void dot_columns(const float* As, const T* __restrict__ B, OutT* __restrict__ C,
+                                            float* __restrict__ partial, int N, int ldb, int ldc, int k0,
+                                            int depth, int row0, int rows, int col0) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int chunks = (depth + 7) / 8;
+  int lanes = 32;  // lanes to a column: no more than the slice has chunks
+  while (lanes > 1 && lanes > chunks) lanes /= 2;
+  const int groups = 32 / lanes;  // columns a warp covers at once, LOADS times over
+  const int sub = lane % lanes, group = lane / lanes;
+  const int warp_cols = BN / WARPS;
+  for (int base = col0 + warp * warp_cols; base < col0 + (warp + 1) * warp_cols; base += groups * LOADS) {
+    float acc[LOADS][ROWS];
+#pragma unroll
+    for (int j = 0; j < LOADS; ++j)
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r) acc[j][r] = 0.f;
+    for (int c = sub; c < chunks; c += lanes) {
+      const int kk = 8 * c, valid = depth - kk;  // elements of the chunk inside the slice
+      uint4 v[LOADS];
+#pragma unroll
+      for (int j = 0; j < LOADS; ++j) {
+        const int n = base + group + j * groups;
+        v[j] = n < N && n < col0 + (warp + 1) * warp_cols
+                   ? load_chunk(B + static_cast<long long>(n) * ldb + k0 + kk, valid)
+                   : make_uint4(0, 0, 0, 0);
+      }
+      float a[ROWS][8];
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r) {
+        const float4 lo = *reinterpret_cast<const float4*>(As + r * KS_MAX + kk);
+        const float4 hi = *reinterpret_cast<const float4*>(As + r * KS_MAX + kk + 4);
+        a[r][0] = lo.x, a[r][1] = lo.y, a[r][2] = lo.z, a[r][3] = lo.w;
+        a[r][4] = hi.x, a[r][5] = hi.y, a[r][6] = hi.z, a[r][7] = hi.w;
+      }
+#pragma unroll
+      for (int j = 0; j < LOADS; ++j) {
+        float bf[8];
+        to_float8(v[j], bf, T());
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+#pragma unroll
+          for (int r = 0; r < ROWS; ++r) acc[j][r] = fmaf(a[r][e], bf[e], acc[j][r]);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < LOADS; ++j) {
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r)
+        for (int off = lanes / 2; off > 0; off /= 2) acc[j][r] += __shfl_xor_sync(0xffffffffu, acc[j][r], off);
+      const int n = base + group + j * groups;
+      if (sub != 0 || n >= N || n >= col0 + (warp + 1) * warp_cols) continue;
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r) {
+        if (r >= rows) break;
+        if (gridDim.y == 1)
+          zoo::store1(C + static_cast<long long>(row0 + r) * ldc + n, acc[j][r]);
+        else
+          partial[static_cast<long long>(row0 + r) * N + n] = acc[j][r];
+      }
+    }
+  }
+}
+
 template <typename T, typename OutT>
 __device__ __forceinline__ void gemv(const T* __restrict__ A, const T* __restrict__ B, OutT* __restrict__ C,
                                      int M, int N, int K, int lda, int ldb, int ldc, int k_per_split,
@@ -99,72 +202,74 @@ __device__ __forceinline__ void gemv(const T* __restrict__ A, const T* __restric
   const int row0 = blockIdx.z * ROWS, rows = min(ROWS, M - row0);
   const int col0 = blockIdx.x * BN;
   const int col = col0 + lane * 8, valid = N - col;  // valid <= 0: the lane is past N
-
-  // A round of a warp: LOADS rows of B, WARPS apart, from row k on (zeros past the slice or N).
-  const T* const b = B + col;
-  auto load_round = [&](uint4 (&v)[LOADS], int k) {
-#pragma unroll
-    for (int s = 0; s < LOADS; ++s) {
-      const int kk = k + s * WARPS;
-      v[s] = kk < k1 && valid > 0 ? load_chunk(b + static_cast<long long>(kk) * ldb, valid) : make_uint4(0, 0, 0, 0);
-    }
-  };
-  // NOTE: the first round's loads go out before A is staged, so that the block's first DRAM
-  // round trip is B's, not A's and then B's; each later round is loaded during the one before.
-  uint4 cur[LOADS], next[LOADS];
-  load_round(cur, k0 + warp);
-
-  // A's slice, read along k (coalesced), kept as fp32 in As[k][row]; rows past M are zero.
-  for (int i = threadIdx.x; i < ROWS * depth; i += THREADS) {
-    const int r = i / depth, kk = i - r * depth;
-    smem[kk * ROWS + r] = r < rows ? to_float(A[static_cast<long long>(row0 + r) * lda + k0 + kk]) : 0.f;
-  }
-  __syncthreads();
-
-  float acc[ROWS][8];
-#pragma unroll
-  for (int r = 0; r < ROWS; ++r)
-#pragma unroll
-    for (int e = 0; e < 8; ++e) acc[r][e] = 0.f;
-
-  for (int k = k0 + warp; k < k1; k += WARPS * LOADS) {
-    load_round(next, k + WARPS * LOADS);
-#pragma unroll
-    for (int s = 0; s < LOADS; ++s) {
-      const int kk = k + s * WARPS;
-      if (kk >= k1) break;  // warp-uniform; As past the slice is not staged
-      float bf[8];
-      to_float8(cur[s], bf, T());
-      const float* const a = smem + (kk - k0) * ROWS;
-#pragma unroll
-      for (int r = 0; r < ROWS; ++r) {
-        const float ar = a[r];  // the same address in every lane: a broadcast
-#pragma unroll
-        for (int e = 0; e < 8; ++e) acc[r][e] = fmaf(ar, bf[e], acc[r][e]);
-      }
-    }
-#pragma unroll
-    for (int s = 0; s < LOADS; ++s) cur[s] = next[s];
-  }
-
-  // The warps' sums, one row of C at a time: each warp's 32 x 8 columns into shared memory,
-  // then a thread per column adds the warps' (consecutive columns: no bank conflict).
-  float* const red = smem;
   const long long split_stride = static_cast<long long>(M) * N;  // partials: [split][row][col]
-#pragma unroll
-  for (int r = 0; r < ROWS; ++r) {
-    if (r >= rows) break;
-    __syncthreads();  // As (first row) or the row before's sums are read by now
-    zoo::store8(red + warp * BN + lane * 8, acc[r]);
+
+  if constexpr (B_K_MAJOR) {
+    stage_a_rows(smem, A, lda, row0, rows, k0, depth);
     __syncthreads();
-    for (int c = threadIdx.x; c < BN && col0 + c < N; c += THREADS) {
-      float sum = 0.f;
+    dot_columns<T, OutT>(smem, B, C, partials + blockIdx.y * split_stride, N, ldb, ldc, k0, depth, row0, rows, col0);
+  } else {
+    // A round of a warp: LOADS rows of B, WARPS apart, from row k on (zeros past the slice or N).
+    const T* const b = B + col;
+    auto load_round = [&](uint4 (&v)[LOADS], int k) {
 #pragma unroll
-      for (int w = 0; w < WARPS; ++w) sum += red[w * BN + c];
-      if (splits == 1)
-        zoo::store1(C + static_cast<long long>(row0 + r) * ldc + col0 + c, sum);
-      else
-        partials[blockIdx.y * split_stride + static_cast<long long>(row0 + r) * N + col0 + c] = sum;
+      for (int s = 0; s < LOADS; ++s) {
+        const int kk = k + s * WARPS;
+        v[s] = kk < k1 && valid > 0 ? load_chunk(b + static_cast<long long>(kk) * ldb, valid) : make_uint4(0, 0, 0, 0);
+      }
+    };
+    // NOTE: the first round's loads go out before A is staged, so that the block's first DRAM
+    // round trip is B's, not A's and then B's; each later round is loaded during the one before.
+    uint4 cur[LOADS], next[LOADS];
+    load_round(cur, k0 + warp);
+
+    stage_a(smem, A, lda, row0, rows, k0, depth);
+    __syncthreads();
+
+    float acc[ROWS][8];
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[r][e] = 0.f;
+
+    for (int k = k0 + warp; k < k1; k += WARPS * LOADS) {
+      load_round(next, k + WARPS * LOADS);
+#pragma unroll
+      for (int s = 0; s < LOADS; ++s) {
+        const int kk = k + s * WARPS;
+        if (kk >= k1) break;  // warp-uniform; As past the slice is not staged
+        float bf[8];
+        to_float8(cur[s], bf, T());
+        const float* const a = smem + (kk - k0) * ROWS;
+#pragma unroll
+        for (int r = 0; r < ROWS; ++r) {
+          const float ar = a[r];  // the same address in every lane: a broadcast
+#pragma unroll
+          for (int e = 0; e < 8; ++e) acc[r][e] = fmaf(ar, bf[e], acc[r][e]);
+        }
+      }
+#pragma unroll
+      for (int s = 0; s < LOADS; ++s) cur[s] = next[s];
+    }
+
+    // The warps' sums, one row of C at a time: each warp's 32 x 8 columns into shared memory,
+    // then a thread per column adds the warps' (consecutive columns: no bank conflict).
+    float* const red = smem;
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) {
+      if (r >= rows) break;
+      __syncthreads();  // As (first row) or the row before's sums are read by now
+      zoo::store8(red + warp * BN + lane * 8, acc[r]);
+      __syncthreads();
+      for (int c = threadIdx.x; c < BN && col0 + c < N; c += THREADS) {
+        float sum = 0.f;
+#pragma unroll
+        for (int w = 0; w < WARPS; ++w) sum += red[w * BN + c];
+        if (splits == 1)
+          zoo::store1(C + static_cast<long long>(row0 + r) * ldc + col0 + c, sum);
+        else
+          partials[blockIdx.y * split_stride + static_cast<long long>(row0 + r) * N + col0 + c] = sum;
+      }
     }
   }
   if (splits == 1) return;

@@ -27,6 +27,7 @@ class Problem:
     out_dtype: str = "float16"
     tf32: bool = False     # fp32 inputs may be rounded to TF32 (torch's allow_tf32)
     ldb: int = 0           # B's row stride in elements (0: n, packed rows)
+    b_col: bool = False    # B is read column-major in place (B^T row-major: a Linear's weight W)
 
     @property
     def flops(self) -> int:

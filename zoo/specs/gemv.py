@@ -9,7 +9,7 @@ from .. import configs as cfgs
 from ..cuda import KERNELS_DIR
 from .base import KernelSpec
 
-GEMV_LANE_COLS = 8       # a lane's columns: one 16-byte chunk of a B row
+GEMV_LANE_COLS = 8       # a lane's columns: one 16-byte chunk of a B row (K-major: of a B^T row)
 GEMV_BLOCK_COLS = 256    # BN in the kernel: 32 lanes x 8 columns
 GEMV_MAX_ROWS = 8        # ROWS x 8 accumulators a lane
 GEMV_GRID_YZ = 65535    # CUDA's limit on grid y (the K slices) and z (row groups of block_m rows)
@@ -34,8 +34,9 @@ def _gemv_rules(c: cfgs.TileConfig) -> list[str]:
         out.append(f"block_m {c.block_m} must be 1-{GEMV_MAX_ROWS} rows and warp_m the same")
     if c.threads % 32:
         out.append(f"threads {c.threads} must be whole warps")
-    elif c.block_k % _gemv_warps(c):
-        out.append(f"block_k {c.block_k} must be a multiple of the {_gemv_warps(c)} warps (whole rounds)")
+    elif c.block_k % _gemv_warps(c) or c.block_k % GEMV_LANE_COLS:
+        out.append(f"block_k {c.block_k} must be a multiple of the {_gemv_warps(c)} warps (whole rounds) "
+                   f"and of {GEMV_LANE_COLS} (whole 16-byte chunks of a K-major B)")
     if c.cluster_size != 1 or c.pingpong or c.swap_ab or c.narrow or c.stream_k:
         out.append("no clusters, ping-pong, swap-AB, narrow or stream-K flags: it is no tile kernel")
     return out
@@ -46,7 +47,7 @@ SM75_GEMV = KernelSpec(
     source=KERNELS_DIR / "sm75" / "gemv_stream.cu",
     config_file=cfgs.CONFIGS_DIR / "sm75_gemv_stream.yaml",
     min_cc=(7, 5), exact_cc=None, arch_specific=False,
-    offline_archs=("sm_75", "sm_80", "sm_90a"), layouts=("row x row",),
+    offline_archs=("sm_75", "sm_80", "sm_90a"), layouts=("row x row", "row x col"),
     entry={("float16", "float16"): "zoo_gemv_f16_f16out",
            ("float16", "float32"): "zoo_gemv_f16_f32out",
            ("bfloat16", "bfloat16"): "zoo_gemv_bf16_bf16out",
