@@ -288,17 +288,6 @@ __device__ __forceinline__ float2 bias_pair(const OutT* bias, int col, int cols)
                      col + 1 < cols ? static_cast<float>(bias[col + 1]) : 0.f);
 }
 
-// The bias of a slice's columns [col0, col0 + WG_N), brought into L1 at the start of its tile:
-// read from L2 box by box in the epilogue, each box's loads stalled the stores behind them.
-template <typename OutT>
-__device__ __forceinline__ void prefetch_bias(const OutT* bias, int col0, int cols) {
-  constexpr int LINE_COLS = 128 / sizeof(OutT);
-  const int line = threadIdx.x % WG_THREADS;
-  if (BIAS_EPILOGUE && bias != nullptr && line < (WG_N + LINE_COLS - 1) / LINE_COLS &&
-      col0 + line * LINE_COLS < cols)
-    prefetch_l1(bias + col0 + line * LINE_COLS);
-}
-
 // Epilogue through TMA: one 64-row block of the warpgroup's slice (64 x WG_N) goes out one
 // box (64 rows x 128 B, 128B-swizzled so the pair stores of 8 rows hit 32 banks) at a time,
 // the boxes taken in turn from the consumer's EPI_BOXES: a box waits only until the store
@@ -314,19 +303,15 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[ACC_REGS], uns
   static_assert(WG_N % BOX_COLS_C == 0, "the slice splits into whole boxes");
   const bool leader = threadIdx.x % WG_THREADS == 0;
   const int swz = (lane / 4) % 8;  // row % 8 of both rows this thread writes
-  // The bias of a box is loaded whole while the box before it is stored: loaded as the stores
-  // went, each load waited behind the store before it (their asm is a compiler barrier).
-  float2 b[BOX_COLS_C / 8], b_next[BOX_COLS_C / 8];
-  auto load_bias = [&](float2 (&dst)[BOX_COLS_C / 8], int q) {
-#pragma unroll
-    for (int jj = 0; jj < BOX_COLS_C / 8; ++jj)
-      dst[jj] = bias_pair(bias, col0 + q * BOX_COLS_C + jj * 8 + 2 * (lane % 4), cols);
-  };
-  load_bias(b, 0);
 #pragma unroll
   for (int q = 0; q < WG_N / BOX_COLS_C; ++q, ++staged) {
     const unsigned box = buf + (staged % EPI_BOXES) * EPI_BOX_BYTES;
-    if (q + 1 < WG_N / BOX_COLS_C) load_bias(b_next, q + 1);
+    // The box's bias, loaded whole ahead of the stores: loaded as they went, each load waited
+    // behind the store before it (their asm is a compiler barrier).
+    float2 b[BOX_COLS_C / 8];
+#pragma unroll
+    for (int jj = 0; jj < BOX_COLS_C / 8; ++jj)
+      b[jj] = bias_pair(bias, col0 + q * BOX_COLS_C + jj * 8 + 2 * (lane % 4), cols);
     if (leader) bulk_wait_read<EPI_BOXES - 1>();
     named_barrier(1 + consumer, WG_THREADS);
 #pragma unroll
@@ -347,8 +332,6 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[ACC_REGS], uns
       tma_store_3d(tmap_c, box, col0 + q * BOX_COLS_C, row0, matrix);
       bulk_commit();
     }
-#pragma unroll
-    for (int jj = 0; jj < BOX_COLS_C / 8; ++jj) b[jj] = b_next[jj];
   }
 }
 
@@ -815,7 +798,6 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
     // A new GEMM's C map is first read by this unit's stores: fetch it under the MMAs.
     if (sched.table != nullptr && w.g.c_tma && w.g.c != c_fenced && threadIdx.x % WG_THREADS == 0)
       tma_prefetch_descriptor(w.g.c);
-    prefetch_bias(sched.bias, tile_n * BN + wg_n0, w.g.N);
 
     int prev_stage = -1;
     for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {

@@ -71,11 +71,6 @@ __device__ __forceinline__ void tma_prefetch_descriptor(const TensorMap* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<unsigned long long>(map)) : "memory");
 }
 
-// Brings one global line into L1 ahead of its use (no register, no wait).
-__device__ __forceinline__ void prefetch_l1(const void* p) {
-  asm volatile("prefetch.global.L1 [%0];" ::"l"(__cvta_generic_to_global(p)));
-}
-
 // Tensor maps are 3-D: (columns, rows, matrices of a batch); one GEMM is a batch of one.
 __device__ __forceinline__ void tma_load_3d(unsigned dst, const TensorMap* map, unsigned bar,
                                             int col, int row, int matrix) {
