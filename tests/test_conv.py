@@ -63,6 +63,47 @@ def test_implicit_gemm_is_the_convolution(g, block_k):
     torch.testing.assert_close(y, ref)
 
 
+FLAT_GEOMETRIES = [  # small channel counts: C = 1, 3, 4, 13; 7x7 stride 2, 3x3, 1x1; 1x1 and 7x7 outputs
+    (2, 3, 23, 19, 8, 7, 7, (2, 2), (3, 3), (1, 1)),     # a stem, odd sizes
+    (1, 1, 9, 9, 5, 3, 3, (1, 1), (1, 1), (1, 1)),
+    (2, 4, 10, 12, 6, 1, 1, (1, 1), (0, 0), (1, 1)),
+    (1, 13, 13, 13, 7, 7, 7, (2, 2), (3, 3), (1, 1)),    # 7x7 output
+    (2, 3, 7, 7, 9, 7, 7, (1, 1), (0, 0), (1, 1)),       # 1x1 output
+    (3, 3, 8, 8, 16, 5, 3, (2, 1), (2, 1), (1, 2)),      # per-axis stride, padding, dilation
+]
+
+
+@pytest.mark.parametrize("g", FLAT_GEOMETRIES)
+def test_a_flat_k_gather_is_the_convolution(g):
+    """flat_columns (x's im2col matrix, K padded once) times flat_weights reproduces F.conv2d,
+    on the CPU in float64, NCHW and channels-last x alike; the padding columns and rows are zero."""
+    shape = shape_of(g)
+    torch.manual_seed(1)
+    x = torch.randn(shape.images, shape.channels, shape.height, shape.width, dtype=torch.float64)
+    w = torch.randn(shape.out_channels, shape.channels, shape.r, shape.s, dtype=torch.float64)
+    ref = torch.nn.functional.conv2d(x, w, None, shape.stride, shape.padding, shape.dilation)
+    b = conv.flat_weights(w)
+    assert b.shape == (conv.flat_k(shape), shape.out_channels) and conv.flat_k(shape) % conv.CHANNEL_ALIGN == 0
+    assert not b[shape.gemm_k:].any() and b.stride(0) % conv.CHANNEL_ALIGN == 0
+    for xi in (x, x.contiguous(memory_format=torch.channels_last)):
+        cols = conv.flat_columns(xi, shape)
+        assert cols.shape == (shape.gemm_m, conv.flat_k(shape)) and not cols[:, shape.gemm_k:].any()
+        y = (cols @ b).view(shape.images, shape.p, shape.q, shape.out_channels).permute(0, 3, 1, 2)
+        torch.testing.assert_close(y, ref)
+
+
+def test_small_channel_counts_gather_a_flat_k():
+    """Where padding each tap's channels to a K-tile multiplies the MMA work by FLAT_K_WASTE or
+    more, conv2d gathers a flat K; ResNet's stem goes from 3136 columns of K to 152."""
+    stem = shape_of((32, 3, 224, 224, 64, 7, 7, (2, 2), (3, 3), (1, 1)))
+    assert conv.flat_k(stem) == 152 and stem.r * stem.s * stem.c_pad(64) == 3136
+    assert conv.gathers_flat(stem, 64)
+    assert conv.gathers_flat(shape_of((1, 16, 8, 8, 8, 3, 3, (1, 1), (1, 1), (1, 1))), 64)      # 576 / 144
+    assert not conv.gathers_flat(shape_of((1, 32, 8, 8, 8, 3, 3, (1, 1), (1, 1), (1, 1))), 64)  # 576 / 288
+    assert not conv.gathers_flat(shape_of((1, 64, 8, 8, 8, 3, 3, (1, 1), (1, 1), (1, 1))), 64)
+    assert conv.gathers_flat(shape_of((1, 4, 8, 8, 8, 1, 1, (1, 1), (0, 0), (1, 1))), 64)       # 64 / 8
+
+
 @pytest.mark.parametrize("g", GEOMETRIES)
 def test_im2col_box_walks_every_output_pixel(g):
     """TMA's im2col walk (as the PTX ISA and cuTensorMapEncodeIm2col describe it: pixels of the

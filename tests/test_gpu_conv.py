@@ -63,6 +63,57 @@ def test_conv_layouts_dtypes_bias(spec):
         run_case(spec, case, dtype=torch.bfloat16)
 
 
+# Small channel counts, through the automatic choice: a flat K gathered first (conv.gathers_flat).
+# C = 1, 3, 4, 13; 7x7 stride 2, 3x3, 1x1; 1x1 and 7x7 outputs.
+FLAT_CASES = [
+    (2, 3, 224, 224, 64, 7, 7, 2, 3, 1),     # ResNet's stem
+    (2, 1, 28, 28, 16, 3, 3, 1, 1, 1),
+    (3, 4, 9, 9, 24, 1, 1, 1, 0, 1),
+    (2, 13, 13, 13, 40, 7, 7, 2, 3, 1),      # 7x7 output
+    (2, 3, 7, 7, 8, 7, 7, 1, 0, 1),          # 1x1 output
+    (1, 13, 15, 15, 72, 3, 3, 2, 0, 2),      # dilation 2, stride 2
+]
+
+
+@pytest.mark.parametrize("case", FLAT_CASES, ids=[str(i) for i in range(len(FLAT_CASES))])
+def test_small_channel_counts_gather_a_flat_k(case):
+    """Each case in fp16, with fp32 out and a bias from an NCHW x, and in bf16 where the device
+    has it: the flat plan runs, against float64 within 2x cuDNN's error."""
+    n, c, h, w, k, r, s, stride, padding, dilation = case
+    shape = conv.Conv(n, h, w, c, k, r, s, conv._pair("s", stride, 1), conv._pair("p", padding, 0),
+                      conv._pair("d", dilation, 1))
+    bf16 = gemm.device_limits(torch.cuda.current_device()).cc >= (8, 0)
+    runs = [(torch.float16, None, False, True), (torch.float16, torch.float32, True, False)] + \
+        ([(torch.bfloat16, None, True, True)] if bf16 else [])
+    for dtype, out_dtype, bias, channels_last in runs:
+        gen = torch.Generator(device="cuda").manual_seed(hash(case) % 2**31)
+        x, wt = conv.inputs(shape, dtype, gen, channels_last)
+        b = torch.randn(k, device="cuda", dtype=dtype, generator=gen) if bias else None
+        with torch.no_grad():
+            y = zoo.conv2d(x, wt, b, stride, padding, dilation, out_dtype=out_dtype)
+        assert isinstance(conv.plan_for(x, shape, y.dtype, None, None), conv.FlatConvPlan)
+        assert y.shape == (n, k, shape.p, shape.q) and y.dtype == (out_dtype or dtype)
+        check = conv.verify(x, wt, y, shape, b)
+        assert check.ok, f"{shape.describe()} {dtype} -> {y.dtype}: {check.describe()}"
+
+
+def test_a_flat_k_conv_in_a_cuda_graph():
+    """The flat plan (a gather, then zoo.mm) is captured and replayed with new contents."""
+    shape = conv.Conv(2, 32, 32, 3, 16, 7, 7, (2, 2), (3, 3), (1, 1))
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    x, w = conv.inputs(shape, torch.float16, gen)
+    with torch.no_grad():
+        zoo.conv2d(x, w, stride=2, padding=3)
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            y = zoo.conv2d(x, w, stride=2, padding=3)
+    x.copy_(conv.inputs(shape, torch.float16, gen)[0])
+    g.replay()
+    torch.cuda.synchronize()
+    assert conv.verify(x, w, y, shape).ok
+
+
 def test_conv_the_issue_layer():
     """The layer of the issue through the automatic choice."""
     shape = conv.SUITES["layer"][0][1]

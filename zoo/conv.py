@@ -97,6 +97,54 @@ def _aligned_channels(c: int) -> int:
     return -(-c // CHANNEL_ALIGN) * CHANNEL_ALIGN
 
 
+# Small channel counts gather a flat K: the implicit GEMM pads each filter tap's C channels to
+# a whole K-tile, so where that multiplies the MMA work of R*S*C by FLAT_K_WASTE or more (the
+# ResNet stem's 3 channels: 49 taps x 64 = 3136 columns of K for 147 of data, 21x), conv2d
+# gathers the (r, s, c) product into one im2col matrix instead, its K padded once to whole
+# 16-byte chunks (152 for the stem), and runs it as one zoo.mm. The gather writes and reads
+# that matrix once. FLAT_K_WASTE is a first choice, not yet measured against the implicit GEMM.
+FLAT_K_WASTE = 4
+
+
+def flat_k(shape: Conv) -> int:
+    """K of the flat im2col matrix: R*S*C rounded up to whole 16-byte chunks."""
+    return _aligned_channels(shape.gemm_k)
+
+
+def gathers_flat(shape: Conv, block_k: int) -> bool:
+    """Whether conv2d gathers a flat K for this shape (FLAT_K_WASTE) rather than running the
+    implicit GEMM over K-tiles of `block_k` channels per tap."""
+    return shape.r * shape.s * shape.c_pad(block_k) >= FLAT_K_WASTE * flat_k(shape)
+
+
+def flat_columns(x: torch.Tensor, shape: Conv) -> torch.Tensor:
+    """x's im2col matrix, (N*P*Q, flat_k) row-major: row (n, p, q), column (r * S + s) * C + c
+    holding x[n, c, p * stride_h - pad_h + r * dil_h, q * stride_w - pad_w + s * dil_w] (zero in
+    the padding), zero past R*S*C. A zero-padded channels-last copy of x, then one gather."""
+    n, c, h, w = x.shape
+    (ph, pw), (sh, sw), (dh, dw) = shape.padding, shape.stride, shape.dilation
+    padded = torch.zeros((n, h + 2 * ph, w + 2 * pw, c), dtype=x.dtype, device=x.device)
+    padded[:, ph:ph + h, pw:pw + w].copy_(x.permute(0, 2, 3, 1))
+    s_n, s_h, s_w, s_c = padded.stride()
+    taps = padded.as_strided((n, shape.p, shape.q, shape.r, shape.s, c),
+                             (s_n, s_h * sh, s_w * sw, s_h * dh, s_w * dw, s_c))
+    k = flat_k(shape)
+    cols = torch.empty((shape.gemm_m, k), dtype=x.dtype, device=x.device)
+    if k > shape.gemm_k:
+        cols[:, shape.gemm_k:].zero_()
+    cols[:, :shape.gemm_k].view(n, shape.p, shape.q, shape.r, shape.s, c).copy_(taps)
+    return cols
+
+
+def flat_weights(w: torch.Tensor) -> torch.Tensor:
+    """w (K, C, R, S) as the flat GEMM's B: (flat_k, K) row-major, row (r * S + s) * C + c
+    holding w[:, c, r, s], zero past R*S*C; rows _aligned_channels(K) long (16-byte multiples)."""
+    k_out, c, r, s = w.shape
+    b = torch.zeros((_aligned_channels(r * s * c), _aligned_channels(k_out)), dtype=w.dtype, device=w.device)
+    b[:r * s * c, :k_out].copy_(w.permute(2, 3, 1, 0).reshape(r * s * c, k_out))
+    return b[:, :k_out]
+
+
 def _pair(name: str, v, minimum: int) -> tuple[int, int]:
     pair = (v, v) if isinstance(v, int) else tuple(v) if isinstance(v, (tuple, list)) else None
     if pair is None or len(pair) != 2 or not all(isinstance(i, int) and not isinstance(i, bool) for i in pair):
@@ -145,7 +193,9 @@ def check_conv(x, w, bias, stride, padding, dilation, groups, out_dtype) -> tupl
 def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1, *, out_dtype: torch.dtype | None = None,
            kernel: str | None = None, config: str | None = None, keep_layout: bool = False) -> torch.Tensor:
-    """torch.nn.functional.conv2d on the zoo's kernels, as an implicit GEMM (no im2col buffer).
+    """torch.nn.functional.conv2d on the zoo's kernels, as an implicit GEMM (no im2col buffer);
+    small channel counts (the stem's C = 3) gather x's im2col matrix first and run one zoo.mm
+    on it (gathers_flat: where padding each tap's channels to a K-tile would waste the MMAs).
 
     x: (N, C, H, W) and w: (K, C, R, S), both torch.float16 or both torch.bfloat16 on one CUDA
     device. x is read channels-last (NHWC): an NCHW x is converted first (a copy), as is one
@@ -203,7 +253,7 @@ _plans: OrderedDict = OrderedDict()
 
 
 def plan_for(x: torch.Tensor, shape: Conv, out_dtype: torch.dtype, kernel: str | None,
-             config: str | None) -> "ConvPlan":
+             config: str | None) -> "ConvPlan | FlatConvPlan":
     """The plan of a call's layout: worked out on its first call, then looked up."""
     key = (x.shape, x.stride(), x.dtype, x.device, x.data_ptr() % 16, shape, out_dtype, kernel, config)
     plan = _plans.get(key)
@@ -264,6 +314,29 @@ class ConvPlan:
         return y.view(sh.images, sh.p, sh.q, sh.out_channels).permute(0, 3, 1, 2)
 
 
+@dataclass
+class FlatConvPlan:
+    """conv2d's plan where it gathers a flat K (gathers_flat): per call, x's im2col matrix
+    (flat_columns), then one zoo.mm against the weights' flat matrix (flat_weights), the bias
+    added as zoo.mm adds it. spec and cfg: the registry's choice for that GEMM, as reported."""
+    shape: Conv
+    spec: KernelSpec
+    cfg: TileConfig
+    out_dtype: torch.dtype
+
+    @property
+    def layout(self) -> tuple:
+        return ("flat", flat_k(self.shape))
+
+    def weights(self, w: torch.Tensor) -> torch.Tensor:
+        return flat_weights(w)
+
+    def run(self, x: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        sh = self.shape
+        y = gemm.mm(flat_columns(x, sh), b, out_dtype=self.out_dtype, bias=bias)
+        return y.view(sh.images, sh.p, sh.q, sh.out_channels).permute(0, 3, 1, 2)
+
+
 def nhwc(x: torch.Tensor) -> torch.Tensor:
     """x as a packed NHWC tensor (N, H, W, C8) the kernels read: a view of a channels-last x
     with C a multiple of 8 and a 16-byte-aligned base; otherwise a copy (channels zero-padded)."""
@@ -306,14 +379,19 @@ def weight_matrix(w: torch.Tensor, c_pad: int) -> torch.Tensor:
 
 
 def plan_conv(x: torch.Tensor, shape: Conv, out_dtype: torch.dtype, kernel: str | None,
-              config: str | None) -> ConvPlan:
+              config: str | None) -> ConvPlan | FlatConvPlan:
     """The kernel and config for the convolution's GEMM (the registry's choice among the conv
-    kernels, or the one named), compiled on first use, and its launch."""
+    kernels, or the one named), compiled on first use, and its launch; or, with none named,
+    the flat-K plan where the implicit GEMM would waste its K-tiles (gathers_flat)."""
     device_index = x.device.index if x.device.index is not None else torch.cuda.current_device()
     limits = gemm.device_limits(device_index)
-    problem = Problem(shape.gemm_m, shape.out_channels, shape.gemm_k, gemm._dtype_name(x.dtype),
-                      gemm._dtype_name(out_dtype))
+    dtype, out_name = gemm._dtype_name(x.dtype), gemm._dtype_name(out_dtype)
+    problem = Problem(shape.gemm_m, shape.out_channels, shape.gemm_k, dtype, out_name)
     spec, cfg = registry.select(limits, problem, kernel_name=kernel, config_name=config, op="conv")
+    if kernel is None and config is None and gathers_flat(shape, cfg.block_k):
+        flat = Problem(shape.gemm_m, shape.out_channels, flat_k(shape), dtype, out_name,
+                       ldb=_aligned_channels(shape.out_channels))
+        return FlatConvPlan(shape, *registry.select(limits, flat), out_dtype)
     if spec.tma_boxes and not _im2col_fits(shape):
         if kernel:
             raise ZooError(f"{spec.name} reads x through a TMA im2col map, which cannot express "
@@ -460,11 +538,12 @@ def _layer(name: str, c: int, k: int, hw: int, rs: int, stride: int = 1, images:
     return name, Conv(images, hw, hw, c, k, rs, rs, (stride, stride), (pad, pad), (1, 1))
 
 
-# The layer worked through in the issue, and ResNet-50's (v1.5, torchvision) 3x3 and 1x1 layers
-# at batch 32, each distinct shape once: (name, shape).
+# The layer worked through in the issue, and ResNet-50's (v1.5, torchvision) layers at batch 32,
+# its 7x7 stem first, each distinct shape once: (name, shape).
 SUITES: dict[str, list[tuple[str, Conv]]] = {
     "layer": [_layer("3x3 64->128 @56", 64, 128, 56, 3)],
     "resnet50": [
+        _layer("stem 7x7 3->64 s2", 3, 64, 224, 7, 2),
         _layer("conv2 1x1 64->64", 64, 64, 56, 1), _layer("conv2 3x3 64->64", 64, 64, 56, 3),
         _layer("conv2 1x1 64->256", 64, 256, 56, 1), _layer("conv2 1x1 256->64", 256, 64, 56, 1),
         _layer("conv3 1x1 256->128", 256, 128, 56, 1), _layer("conv3 3x3 128->128 s2", 128, 128, 56, 3, 2),
