@@ -1,6 +1,7 @@
 """The per-arch offline matrix: every kernel x config compiles under NVRTC for each arch it
 targets, its SASS has the instructions that define it, no local memory, and it fits the
 arch's budget. Select one arch with `pytest -k sm_75` (bin/test loops over all)."""
+import ctypes
 import shutil
 import subprocess
 from dataclasses import replace
@@ -201,3 +202,24 @@ def test_upload_kernel_builds_for_every_arch(target):
     res = sass.resources(cubin.image, "zoo_upload")
     assert res.local_bytes == 0 and res.stack == 0
     assert "#define ZOO_UPLOAD_WORDS %d" % gemm.UPLOAD_WORDS in gemm.UPLOAD_SOURCE.read_text()
+
+
+@pytest.mark.parametrize("target", arch.OFFLINE_ARCHS)
+def test_im2col_kernel_builds_for_every_arch(target):
+    """kernels/common/im2col.cu (conv2d's flat K, zoo/conv.py gather_columns): it compiles for
+    each arch, writes the matrix in 16-byte stores, keeps no local memory, and its column limit
+    and by-value struct match the host's (field by field, in order)."""
+    import re
+    from zoo import conv
+    cubin = cuda.compile_cubin(conv.IM2COL_SOURCE, target, {}, kernel="zoo_im2col")
+    res = sass.resources(cubin.image, "zoo_im2col")
+    assert res.local_bytes == 0 and res.stack == 0
+    assert re.search(r"\bSTG\.E\.128\b", sass.function_sass(cubin.image, "zoo_im2col"))
+    source = conv.IM2COL_SOURCE.read_text()
+    assert "#define ZOO_IM2COL_MAX_K %d" % conv.IM2COL_MAX_K in source
+    body = source[source.index("struct ZooIm2col {"):]
+    body = re.sub(r"//[^\n]*", "", body[:body.index("};")])
+    fields = re.findall(r"\b(long long|int)\s+([\w\s,]+);", body)
+    kernel = [(kind, name.strip()) for kind, names in fields for name in names.split(",")]
+    host = [("long long" if t is ctypes.c_longlong else "int", name) for name, t in conv.Im2col._fields_]
+    assert kernel == host

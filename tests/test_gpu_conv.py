@@ -78,7 +78,8 @@ FLAT_CASES = [
 @pytest.mark.parametrize("case", FLAT_CASES, ids=[str(i) for i in range(len(FLAT_CASES))])
 def test_small_channel_counts_gather_a_flat_k(case):
     """Each case in fp16, with fp32 out and a bias from an NCHW x, and in bf16 where the device
-    has it: the flat plan runs, against float64 within 2x cuDNN's error."""
+    has it: the flat plan runs, against float64 within 2x cuDNN's error; the im2col kernel's
+    matrix is torch's gather (flat_columns) bit for bit."""
     n, c, h, w, k, r, s, stride, padding, dilation = case
     shape = conv.Conv(n, h, w, c, k, r, s, conv._pair("s", stride, 1), conv._pair("p", padding, 0),
                       conv._pair("d", dilation, 1))
@@ -92,6 +93,7 @@ def test_small_channel_counts_gather_a_flat_k(case):
         with torch.no_grad():
             y = zoo.conv2d(x, wt, b, stride, padding, dilation, out_dtype=out_dtype)
         assert isinstance(conv.plan_for(x, shape, y.dtype, None, None), conv.FlatConvPlan)
+        assert torch.equal(conv.gather_columns(x, shape), conv.flat_columns(x, shape))
         assert y.shape == (n, k, shape.p, shape.q) and y.dtype == (out_dtype or dtype)
         check = conv.verify(x, wt, y, shape, b)
         assert check.ok, f"{shape.describe()} {dtype} -> {y.dtype}: {check.describe()}"

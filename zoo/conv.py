@@ -8,19 +8,21 @@ tiles' addresses from the geometry (sm_80, sm_75) or has TMA read them in im2col
 B is the weights: for sm_90a, as they lie channels-last (K, R, S, C), read K-major through a
 4-D TMA map; for the others, a (R * S * c_pad, K) row-major matrix, each tap's channels padded
 to the kernel's K-tile (c_pad). Either way one K-tile lies in one filter tap. y comes out NHWC: the returned
-(images, K, P, Q) tensor is channels-last.
+(images, K, P, Q) tensor is channels-last. Small channel counts are the exception: their A is
+stored, with one flat K (FlatConvPlan), where padding each tap to a K-tile would waste it.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 from collections import OrderedDict
 from dataclasses import dataclass
 
 import torch
 from torch.utils.weak import WeakTensorKeyDictionary
 
-from . import cuda, gemm, registry
+from . import arch, cuda, gemm, registry
 from .configs import TileConfig
 from .cuda import ZooError
 from .registry import KernelSpec, Problem
@@ -133,6 +135,45 @@ def flat_columns(x: torch.Tensor, shape: Conv) -> torch.Tensor:
     if k > shape.gemm_k:
         cols[:, shape.gemm_k:].zero_()
     cols[:, :shape.gemm_k].view(n, shape.p, shape.q, shape.r, shape.s, c).copy_(taps)
+    return cols
+
+
+IM2COL_SOURCE = cuda.KERNELS_DIR / "common" / "im2col.cu"
+IM2COL_MAX_K = 2048  # ZOO_IM2COL_MAX_K: columns (R*S*C) the kernel tabulates in shared memory
+IM2COL_THREADS = 256
+
+
+class Im2col(ctypes.Structure):
+    """ZooIm2col (kernels/common/im2col.cu), passed by value: the geometry and x's strides."""
+    _fields_ = [(name, ctypes.c_longlong) for name in ("rows", "sn", "sh", "sw", "sc")] + \
+        [(name, ctypes.c_int) for name in ("H", "W", "C", "P", "Q", "S", "k", "k_chunks", "stride_h",
+                                           "stride_w", "pad_h", "pad_w", "dil_h", "dil_w")]
+
+
+@functools.lru_cache(maxsize=None)
+def _im2col_function(device_index: int) -> cuda.Function:
+    cubin = cuda.compile_cubin(IM2COL_SOURCE, arch.device_arch(gemm.device_limits(device_index).cc), {},
+                               kernel="zoo_im2col")
+    return cuda.load_function(device_index, cubin, "zoo_im2col", 0, kernel="zoo_im2col")
+
+
+def gather_columns(x: torch.Tensor, shape: Conv) -> torch.Tensor:
+    """flat_columns's matrix, gathered on the GPU by kernels/common/im2col.cu in one launch on
+    torch's current stream, x read in place through its strides (NCHW or channels-last);
+    flat_columns itself for a CPU x or more than IM2COL_MAX_K columns."""
+    if not x.is_cuda or shape.gemm_k > IM2COL_MAX_K:
+        return flat_columns(x, shape)
+    k = flat_k(shape)
+    cols = torch.empty((shape.gemm_m, k), dtype=x.dtype, device=x.device)
+    sn, sc, sh, sw = x.stride()
+    g = Im2col(shape.gemm_m, sn, sh, sw, sc, shape.height, shape.width, shape.channels, shape.p, shape.q,
+               shape.s, shape.gemm_k, k // CHANNEL_ALIGN, *shape.stride, *shape.padding, *shape.dilation)
+    args = cuda.PackedArgs([(x.data_ptr(), cuda.POINTER), (cols.data_ptr(), cuda.POINTER), (g, cuda.BY_VALUE)])
+    device_index = x.device.index if x.device.index is not None else torch.cuda.current_device()
+    blocks = min(-(-shape.gemm_m * (k // CHANNEL_ALIGN) // IM2COL_THREADS),
+                 8 * gemm.device_limits(device_index).sm_count)  # a grid-stride loop past that
+    _im2col_function(device_index).launch((blocks, 1, 1), IM2COL_THREADS, args, gemm.current_stream(device_index),
+                                          device_index)
     return cols
 
 
@@ -317,7 +358,7 @@ class ConvPlan:
 @dataclass
 class FlatConvPlan:
     """conv2d's plan where it gathers a flat K (gathers_flat): per call, x's im2col matrix
-    (flat_columns), then one zoo.mm against the weights' flat matrix (flat_weights), the bias
+    (gather_columns), then one zoo.mm against the weights' flat matrix (flat_weights), the bias
     added as zoo.mm adds it. spec and cfg: the registry's choice for that GEMM, as reported."""
     shape: Conv
     spec: KernelSpec
@@ -333,7 +374,7 @@ class FlatConvPlan:
 
     def run(self, x: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
         sh = self.shape
-        y = gemm.mm(flat_columns(x, sh), b, out_dtype=self.out_dtype, bias=bias)
+        y = gemm.mm(gather_columns(x, sh), b, out_dtype=self.out_dtype, bias=bias)
         return y.view(sh.images, sh.p, sh.q, sh.out_channels).permute(0, 3, 1, 2)
 
 
