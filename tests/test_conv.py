@@ -92,6 +92,28 @@ def test_a_flat_k_gather_is_the_convolution(g):
         torch.testing.assert_close(y, ref)
 
 
+def test_the_flat_plan_runs_whole_images_a_chunk_at_a_time(monkeypatch):
+    """FlatConvPlan.run holds at most FLAT_K_CHUNK_BYTES of im2col matrix: with a small cap the
+    images go three by three (the last chunk shorter), each chunk's rows written into its part
+    of y, the bias on every row; the result is F.conv2d's (the GEMM on the CPU, in float64)."""
+    shape = shape_of((7, 3, 11, 9, 5, 3, 3, (2, 2), (1, 1), (1, 1)))
+    torch.manual_seed(2)
+    x = torch.randn(shape.images, shape.channels, shape.height, shape.width, dtype=torch.float64)
+    w = torch.randn(shape.out_channels, shape.channels, shape.r, shape.s, dtype=torch.float64)
+    bias = torch.randn(shape.out_channels, dtype=torch.float64)
+    calls = []
+
+    def mm(a, b, out, bias):
+        calls.append(a.shape[0])
+        return out.copy_(a @ b + bias)
+    monkeypatch.setattr(conv.gemm, "mm", mm)
+    per_image = shape.p * shape.q * conv.flat_k(shape) * x.element_size()
+    monkeypatch.setattr(conv, "FLAT_K_CHUNK_BYTES", 3 * per_image + 1)
+    y = conv.FlatConvPlan(shape, None, None, torch.float64).run(x, conv.flat_weights(w), bias)
+    assert calls == [3 * shape.p * shape.q] * 2 + [shape.p * shape.q]
+    torch.testing.assert_close(y, torch.nn.functional.conv2d(x, w, bias, shape.stride, shape.padding))
+
+
 def test_small_channel_counts_gather_a_flat_k():
     """Where padding each tap's channels to a K-tile multiplies the MMA work by FLAT_K_WASTE or
     more, conv2d gathers a flat K; ResNet's stem goes from 3136 columns of K to 152."""

@@ -163,6 +163,10 @@ def test_k_major_streaming_reads_a_linear_weight_in_place(dtype):
                 assert not plan.copy_b, "W is read in place"
                 check(a, w.t(), out_dtype, kernel=GEMV.name)
             cfg = registry.select(lim, Problem(m, n, k, dtype, dtype, b_col=True), kernel_name=GEMV.name)[1]
+            if m == 3:  # W a view of wider rows, K off whole chunks: the last chunk of each slice is partial
+                wide = rand(n, k + 8, gen=gen, dtype=t)[:, :k - 3]
+                check(a[:, :k - 3], wide.t(), t, kernel=GEMV.name)
+                assert not gemm.plan_call(a[:, :k - 3], wide.t(), None, GEMV.name, None, None, None).copy_b
             for splits in (1, 3, 7):
                 out = torch.full((m, n), float("nan"), device="cuda", dtype=t)
                 gemm.plan_launch(GEMV, cfg, dev, a, w.t(), out, k, k, k, splits=splits, b_col=True).fire()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import ctypes
 import functools
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch.utils.weak import WeakTensorKeyDictionary
@@ -105,7 +105,10 @@ def _aligned_channels(c: int) -> int:
 # gathers the (r, s, c) product into one im2col matrix instead, its K padded once to whole
 # 16-byte chunks (152 for the stem), and runs it as one zoo.mm. The gather writes and reads
 # that matrix once. FLAT_K_WASTE is a first choice, not yet measured against the implicit GEMM.
+# A call holds at most FLAT_K_CHUNK_BYTES of the matrix at a time (whole images: the stem's
+# 122 MB at batch 32 in one go, batch 256 in eight).
 FLAT_K_WASTE = 4
+FLAT_K_CHUNK_BYTES = 128 << 20
 
 
 def flat_k(shape: Conv) -> int:
@@ -178,12 +181,10 @@ def gather_columns(x: torch.Tensor, shape: Conv) -> torch.Tensor:
 
 
 def flat_weights(w: torch.Tensor) -> torch.Tensor:
-    """w (K, C, R, S) as the flat GEMM's B: (flat_k, K) row-major, row (r * S + s) * C + c
-    holding w[:, c, r, s], zero past R*S*C; rows _aligned_channels(K) long (16-byte multiples)."""
-    k_out, c, r, s = w.shape
-    b = torch.zeros((_aligned_channels(r * s * c), _aligned_channels(k_out)), dtype=w.dtype, device=w.device)
-    b[:r * s * c, :k_out].copy_(w.permute(2, 3, 1, 0).reshape(r * s * c, k_out))
-    return b[:, :k_out]
+    """w (K, C, R, S) as the flat GEMM's B: weight_matrix with no channel padding, its rows
+    padded once at the end to flat_k (zero past R*S*C)."""
+    _, c, r, s = w.shape
+    return weight_matrix(w, c, rows=_aligned_channels(r * s * c))
 
 
 def _pair(name: str, v, minimum: int) -> tuple[int, int]:
@@ -262,7 +263,7 @@ def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, s
 _layouts = WeakTensorKeyDictionary()
 
 
-def laid_out(plan: "ConvPlan", w: torch.Tensor) -> torch.Tensor:
+def laid_out(plan: "ConvPlan | FlatConvPlan", w: torch.Tensor) -> torch.Tensor:
     """plan.weights(w), made once per weight and layout: a copy is kept until w changes in place
     (w._version) or is freed; a view of w (a channels-last weight read in place) is not kept.
     While a CUDA graph captures, the layout is made in the graph, neither kept nor reused: a
@@ -352,14 +353,15 @@ class ConvPlan:
             launch._fire()
         if bias is not None and launch.bias_slot is None:
             y.add_(bias)
-        return y.view(sh.images, sh.p, sh.q, sh.out_channels).permute(0, 3, 1, 2)
+        return nchw_view(y, sh)
 
 
 @dataclass
 class FlatConvPlan:
     """conv2d's plan where it gathers a flat K (gathers_flat): per call, x's im2col matrix
     (gather_columns), then one zoo.mm against the weights' flat matrix (flat_weights), the bias
-    added as zoo.mm adds it. spec and cfg: the registry's choice for that GEMM, as reported."""
+    added as zoo.mm adds it. spec and cfg: zoo.mm's choice for that GEMM (of the whole batch;
+    a chunk of images may take another), as reported."""
     shape: Conv
     spec: KernelSpec
     cfg: TileConfig
@@ -373,9 +375,21 @@ class FlatConvPlan:
         return flat_weights(w)
 
     def run(self, x: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        """y (+ bias), FLAT_K_CHUNK_BYTES of im2col matrix at a time (whole images)."""
         sh = self.shape
-        y = gemm.mm(gather_columns(x, sh), b, out_dtype=self.out_dtype, bias=bias)
-        return y.view(sh.images, sh.p, sh.q, sh.out_channels).permute(0, 3, 1, 2)
+        y = torch.empty((sh.gemm_m, sh.out_channels), dtype=self.out_dtype, device=x.device)
+        per_image = sh.p * sh.q
+        step = max(1, FLAT_K_CHUNK_BYTES // (per_image * flat_k(sh) * x.element_size()))
+        for first in range(0, sh.images, step):
+            part = replace(sh, images=min(step, sh.images - first))
+            rows = slice(first * per_image, (first + part.images) * per_image)
+            gemm.mm(gather_columns(x[first:first + part.images], part), b, out=y[rows], bias=bias)
+        return nchw_view(y, sh)
+
+
+def nchw_view(y: torch.Tensor, shape: Conv) -> torch.Tensor:
+    """The GEMM's (N*P*Q, K) output as the (N, K, P, Q) result, a channels-last view."""
+    return y.view(shape.images, shape.p, shape.q, shape.out_channels).permute(0, 3, 1, 2)
 
 
 def nhwc(x: torch.Tensor) -> torch.Tensor:
@@ -404,19 +418,21 @@ def krsc(w: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def weight_matrix(w: torch.Tensor, c_pad: int) -> torch.Tensor:
+def weight_matrix(w: torch.Tensor, c_pad: int, rows: int | None = None) -> torch.Tensor:
     """w (K, C, R, S) as the GEMM's B: a (R * S * c_pad, K) row-major matrix, row
     (r * S + s) * c_pad + c holding w[:, c, r, s], zero for c >= C; its rows are
-    _aligned_channels(K) long (16-byte multiples, as cp.async and TMA read them)."""
+    _aligned_channels(K) long (16-byte multiples, as cp.async and TMA read them). rows: that
+    many rows instead, the ones past R * S * c_pad zero (the flat K's padding)."""
     k, c, r, s = w.shape
     k8 = _aligned_channels(k)
-    if c_pad == c and k8 == k:
+    rows = rows or r * s * c_pad
+    if c_pad == c and k8 == k and rows == r * s * c:
         # One copy kernel; reshape alone may return a transposed view (a 1x1 filter's is one).
         b = w.permute(2, 3, 1, 0).reshape(r * s * c, k).contiguous()
         return b if b.data_ptr() % 16 == 0 else b.clone(memory_format=torch.contiguous_format)
-    b = torch.zeros((r, s, c_pad, k8), dtype=w.dtype, device=w.device)
-    b[:, :, :c, :k].copy_(w.permute(2, 3, 1, 0))
-    return b.view(r * s * c_pad, k8)[:, :k]
+    b = torch.zeros((rows, k8), dtype=w.dtype, device=w.device)
+    b[:r * s * c_pad].view(r, s, c_pad, k8)[:, :, :c, :k].copy_(w.permute(2, 3, 1, 0))
+    return b[:, :k]
 
 
 def plan_conv(x: torch.Tensor, shape: Conv, out_dtype: torch.dtype, kernel: str | None,
@@ -432,7 +448,8 @@ def plan_conv(x: torch.Tensor, shape: Conv, out_dtype: torch.dtype, kernel: str 
     if kernel is None and config is None and gathers_flat(shape, cfg.block_k):
         flat = Problem(shape.gemm_m, shape.out_channels, flat_k(shape), dtype, out_name,
                        ldb=_aligned_channels(shape.out_channels))
-        return FlatConvPlan(shape, *registry.select(limits, flat), out_dtype)
+        flat_spec, flat_cfg, _ = gemm._choose(limits, flat, device_index, None, None)  # as zoo.mm chooses
+        return FlatConvPlan(shape, flat_spec, flat_cfg, out_dtype)
     if spec.tma_boxes and not _im2col_fits(shape):
         if kernel:
             raise ZooError(f"{spec.name} reads x through a TMA im2col map, which cannot express "
@@ -651,7 +668,8 @@ def measure(shape: Conv, dtype: torch.dtype, out_dtype: torch.dtype | None, warm
     with torch.no_grad():  # graph: device time of replays; else wall clock per eager call
         timings = bench.time_side_by_side(fns, sets, warmup, iters) if graph else \
             bench.wall_side_by_side(fns, sets, warmup, iters)
-    return timings, check, plan.spec.name, plan.cfg.name
+    flat = " (flat K, zoo.mm)" if isinstance(plan, FlatConvPlan) else ""
+    return timings, check, plan.spec.name + flat, plan.cfg.name
 
 
 def parse(text: str) -> Conv:

@@ -688,6 +688,9 @@ def _plan_stream(spec: KernelSpec, cfg: TileConfig, fn: cuda.Function, device_in
     if c.dim() != 2:
         raise ZooError(f"{spec.name} takes one GEMM per launch")
     m, n = c.shape
+    if b_col and (ldb % GEMV_LANE_COLS or b.data_ptr() % ALIGN_BYTES):
+        raise ZooError(f"{spec.name} reads a column-major B in 16-byte chunks: its column stride ({ldb}) must be "
+                       f"a multiple of {GEMV_LANE_COLS} elements and its base 16-byte aligned")
     resident = fn.resident_clusters(cfg.threads, 1, device_limits(device_index).sm_count) if alone else 0
     auto_splits, per = registry.stream_splits(cfg, m, n, k, resident)  # raises past the grid's limits
     if splits is not None and splits != auto_splits:

@@ -170,9 +170,9 @@ PINGPONG_MIN_AREA = 0.75  # of the cooperative tile's area: 128x192 against 128x
 # tiles with nothing under their epilogues, which a K of at most SHORT_GRID_MAX_K_TILES K-tiles
 # does not amortize: there a ping-pong tile of half its area pays. On an
 # H200 (CUDA-graph replays, inputs out of L2; NOTES.md, "Short grids take half-size ping-pong
-# tiles"): x W^T at 8192 x 1024 x 1024 bf16 with 128x128pp 28.6 us against 29.9 for 128x256
-# (torch 29.4), with a bias in the epilogue 31.3 against 35.8; dY W at the same shape 29.4
-# against 29.6.
+# tiles"): x W^T at 8192 x 1024 x 1024 bf16 with 128x128pp 29.2 us against 30.9 for 128x256
+# (torch 29.2), with a bias in the epilogue 31.0 against 35.2; 2048 x 4096 x 1024 29.1 against
+# 31.1; dY W at 8192 x 1024 x 1024 29.4 against 29.6.
 SHORT_GRID_WAVES = 2
 SHORT_GRID_MAX_K_TILES = 32
 PINGPONG_MIN_AREA_SHORT = 0.5
@@ -375,7 +375,7 @@ def select_each(limits: ArchLimits, problem: Problem,
 # 1 x 4096 x 1024 85.5% against 76%), so a kernel with swap-AB tiles keeps skinny M; the others'
 # 64-row tiles run a GEMM of a few rows on a few SMs, where it streams B over all of them. Its
 # K-major build (x @ W^T, W read in place) lost to them too on an H200 (1 x 2048 x 2048: 12.1
-# us against 10.3; NOTES.md, "A K-major streaming kernel"); elsewhere it spares a copy of W.
+# us against 10.5; NOTES.md, "A K-major streaming kernel"); elsewhere it spares a copy of W.
 SKINNY_MAX_M = 8
 
 

@@ -59,9 +59,11 @@ SM75_GEMV = KernelSpec(
     sass_forbidden=((r"\b(HMMA|HGMMA)\.", "tensor-core MMA (a skinny GEMM streams B on the CUDA cores)"),
                     (r"\b(LDL|STL)\b", "LDL/STL (local memory)")),
     description="skinny M (1-8 rows): B streamed over every SM in 16-byte loads, FFMA, split K reduced in order",
-    thread_layout=lambda c: (c.threads, f"{c.threads // 32} warps along K, each all {c.block_n} columns"),
+    thread_layout=lambda c: (c.threads, f"{c.threads // 32} warps along K, each all {c.block_n} columns "
+                                        f"(K-major B: each {c.block_n // (c.threads // 32)} columns, up to 32 lanes a column)"),
     max_m=GEMV_MAX_ROWS,
     grouped=False,
     pipeline="rounds of {stages} 16-byte loads of B per lane, the next round loaded into registers while "
-             "the FFMAs run on this one (the first before A's slice is staged)",
+             "the FFMAs run on this one (the first before A's slice is staged); K-major B: {stages} columns' "
+             "chunks per lane at once, the lanes' sums added by shuffles",
 )
