@@ -95,3 +95,57 @@ def test_zoo_mm_takes_the_tuned_choice(tmp_path, monkeypatch):
     zoo.mm(a[:32], b)  # not tuned: the model's choice
     assert list(gemm._calls.values())[-1].launch.choice[2] is None
     tune.forget()
+
+
+def test_a_tuned_convolution_is_planned_with_its_winner(tmp_path, monkeypatch):
+    """conv2d's plan reads `zoo tune --conv`'s winner for its shape (conv.tune_key): the flat K
+    where that won, a named conv kernel and config otherwise (no GPU needed: the plan's
+    construction is stubbed); other shapes keep the automatic choice."""
+    from zoo import arch, conv, registry
+    shape = conv.Conv(32, 56, 56, 64, 64, 3, 3, (1, 1), (1, 1), (1, 1))
+    key = conv.tune_key(shape, "float16", "float16")
+    assert key == "conv float16->float16 32,64,56,56 * 64,3,3 s1,1 p1,1 d1,1"
+    winners = {key: {"kernel": tune.FLAT, "config": "", "us": 1.0, "cudnn_us": 2.0}}
+    monkeypatch.setattr(tune, "in_use", lambda idx: (tmp_path / "t.json", winners, None))
+    monkeypatch.setattr(conv.gemm, "device_limits", lambda idx: arch.offline("sm_90a"))
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    made = []
+    monkeypatch.setattr(conv, "flat_plan", lambda x, sh, out: made.append(("flat", sh)) or "flat plan")
+    monkeypatch.setattr(conv, "plan_launch", lambda spec, cfg, *a: made.append((spec.name, cfg.name)) or (None, None))
+    x = torch.empty(32, 64, 56, 56, device="meta", dtype=torch.float16)
+    assert conv.plan_conv(x, shape, torch.float16, None, None) == "flat plan" and made[-1] == ("flat", shape)
+    winners[key] = {"kernel": registry.SM90_CONV.name, "config": "128x128", "us": 1.0, "cudnn_us": 2.0}
+    conv.plan_conv(x, shape, torch.float16, None, None)
+    assert made[-1] == (registry.SM90_CONV.name, "128x128")
+    other = conv.Conv(32, 56, 56, 64, 64, 3, 3, (2, 2), (1, 1), (1, 1))  # not in the file
+    auto = registry.select(arch.offline("sm_90a"), registry.Problem(other.gemm_m, 64, other.gemm_k), op="conv")[1]
+    conv.plan_conv(x, other, torch.float16, None, None)
+    assert made[-1] == (registry.SM90_CONV.name, auto.name)
+
+
+@pytest.mark.gpu
+def test_zoo_tune_conv_writes_a_winner_that_conv2d_takes(tmp_path, monkeypatch):
+    """`zoo tune --conv layer` measures every conv kernel / config and the flat K on the issue's
+    layer, each verified, and writes the fastest; zoo.conv2d then plans that layer with it."""
+    from zoo import cli, conv
+    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path))
+    tune.forget()
+    conv._plans.clear()
+    assert cli.main(["tune", "--conv", "layer", "--iters", "3", "--warmup", "1",
+                     "--json", str(tmp_path / "conv.json")]) == 0
+    report = json.loads((tmp_path / "conv.json").read_text())
+    (key, won), = report["winners"].items()
+    rows = report["measured"][0]["rows"]
+    assert key.startswith("conv float16->float16 32,64,56,56") and any(r["kernel"] == tune.FLAT for r in rows)
+    assert all(r["verified"] for r in rows) and won["us"] == min(r["us"] for r in rows)
+    _, shape = conv.SUITES["layer"][0]
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    x, w = conv.inputs(shape, torch.float16, gen)
+    with torch.no_grad():
+        y = zoo.conv2d(x, w, padding=1)
+    plan = conv.plan_for(x, shape, y.dtype, None, None)
+    assert isinstance(plan, conv.FlatConvPlan) if won["kernel"] == tune.FLAT else \
+        (plan.spec.name, plan.cfg.name) == (won["kernel"], won["config"])
+    assert conv.verify(x, w, y, shape).ok
+    tune.forget()
+    conv._plans.clear()

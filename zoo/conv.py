@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 import torch
 from torch.utils.weak import WeakTensorKeyDictionary
 
-from . import arch, cuda, gemm, registry
+from . import arch, cuda, gemm, registry, tune
 from .configs import TileConfig
 from .cuda import ZooError
 from .registry import KernelSpec, Problem
@@ -437,19 +437,28 @@ def weight_matrix(w: torch.Tensor, c_pad: int, rows: int | None = None) -> torch
 
 def plan_conv(x: torch.Tensor, shape: Conv, out_dtype: torch.dtype, kernel: str | None,
               config: str | None) -> ConvPlan | FlatConvPlan:
-    """The kernel and config for the convolution's GEMM (the registry's choice among the conv
-    kernels, or the one named), compiled on first use, and its launch; or, with none named,
-    the flat-K plan where the implicit GEMM would waste its K-tiles (gathers_flat)."""
+    """The kernel and config for the convolution's GEMM (the one named; else what `zoo tune
+    --conv` measured fastest for this shape on this GPU, where it did; else the registry's
+    choice among the conv kernels), compiled on first use, and its launch; or, with none
+    named, the flat-K plan where it won the tuning or the implicit GEMM would waste its K-tiles
+    (gathers_flat)."""
     device_index = x.device.index if x.device.index is not None else torch.cuda.current_device()
     limits = gemm.device_limits(device_index)
     dtype, out_name = gemm._dtype_name(x.dtype), gemm._dtype_name(out_dtype)
     problem = Problem(shape.gemm_m, shape.out_channels, shape.gemm_k, dtype, out_name)
+    tuned = None
+    if kernel is None and config is None:
+        tuned = tune.lookup_key(device_index, tune_key(shape, dtype, out_name))
+        if tuned is not None and tuned.kernel == tune.FLAT:
+            return flat_plan(x, shape, out_dtype)
+    if tuned is not None:
+        try:
+            return plan_conv(x, shape, out_dtype, tuned.kernel, tuned.config)
+        except ZooError as exc:  # a winner this zoo no longer has: the registry decides
+            cuda._warn_once(f"tuned conv choice {tuned} not used: {exc}")
     spec, cfg = registry.select(limits, problem, kernel_name=kernel, config_name=config, op="conv")
     if kernel is None and config is None and gathers_flat(shape, cfg.block_k):
-        flat = Problem(shape.gemm_m, shape.out_channels, flat_k(shape), dtype, out_name,
-                       ldb=_aligned_channels(shape.out_channels))
-        flat_spec, flat_cfg, _ = gemm._choose(limits, flat, device_index, None, None)  # as zoo.mm chooses
-        return FlatConvPlan(shape, flat_spec, flat_cfg, out_dtype)
+        return flat_plan(x, shape, out_dtype)
     if spec.tma_boxes and not _im2col_fits(shape):
         if kernel:
             raise ZooError(f"{spec.name} reads x through a TMA im2col map, which cannot express "
@@ -460,6 +469,21 @@ def plan_conv(x: torch.Tensor, shape: Conv, out_dtype: torch.dtype, kernel: str 
         spec, cfg = fallback[0], registry.pick_config(fallback[0], limits, problem)
     launch, im2col = plan_launch(spec, cfg, device_index, x, shape, out_dtype)
     return ConvPlan(shape, spec, cfg, launch, out_dtype, im2col)
+
+
+def flat_plan(x: torch.Tensor, shape: Conv, out_dtype: torch.dtype) -> FlatConvPlan:
+    """The flat-K plan, naming the GEMM kernel and config zoo.mm will choose for it."""
+    device_index = x.device.index if x.device.index is not None else torch.cuda.current_device()
+    flat = Problem(shape.gemm_m, shape.out_channels, flat_k(shape), gemm._dtype_name(x.dtype),
+                   gemm._dtype_name(out_dtype), ldb=_aligned_channels(shape.out_channels))
+    spec, cfg, _ = gemm._choose(gemm.device_limits(device_index), flat, device_index, None, None)
+    return FlatConvPlan(shape, spec, cfg, out_dtype)
+
+
+def tune_key(shape: Conv, dtype: str, out_dtype: str) -> str:
+    """The tuning file's key of a convolution (tune.conv_key)."""
+    return tune.conv_key(dtype, out_dtype, shape.images, shape.channels, shape.height, shape.width,
+                         shape.out_channels, shape.r, shape.s, shape.stride, shape.padding, shape.dilation)
 
 
 def _im2col_fits(shape: Conv) -> bool:

@@ -1,5 +1,6 @@
 """`zoo tune`: the user's GPU measures which (kernel, config, split-K) runs each shape fastest,
-and zoo.mm takes those winners from then on.
+and zoo.mm takes those winners from then on; `zoo tune --conv` likewise which conv kernel and
+config (or conv2d's flat K) runs each convolution fastest, for zoo.conv2d.
 
 The winners live in one JSON file per device in the kernel cache folder (tune-<gpu>.json),
 written atomically, under a key of what they were measured with: GPU name, compute
@@ -50,6 +51,16 @@ def device_key(name: str, cc: tuple[int, int], driver: tuple[int, int]) -> dict:
 
 def problem_key(dtype: str, out_dtype: str, tf32: bool, m: int, n: int, k: int) -> str:
     return f"{dtype}->{out_dtype}{' tf32' if tf32 else ''} {m}x{n}x{k}"
+
+
+# A convolution's winner: "kernel" a conv kernel (with its "config") or FLAT, conv2d's flat K.
+FLAT = "flat K"
+
+
+def conv_key(dtype: str, out_dtype: str, images: int, channels: int, height: int, width: int,
+             out_channels: int, r: int, s: int, stride: tuple, padding: tuple, dilation: tuple) -> str:
+    return (f"conv {dtype}->{out_dtype} {images},{channels},{height},{width} * {out_channels},{r},{s} "
+            f"s{stride[0]},{stride[1]} p{padding[0]},{padding[1]} d{dilation[0]},{dilation[1]}")
 
 
 def tuning_file(gpu_name: str) -> Path | None:
@@ -106,8 +117,13 @@ def in_use(device_index: int) -> tuple[Path | None, dict[str, dict], str | None]
 
 
 def lookup(device_index: int, dtype: str, out_dtype: str, tf32: bool, m: int, n: int, k: int) -> Choice | None:
+    return lookup_key(device_index, problem_key(dtype, out_dtype, tf32, m, n, k))
+
+
+def lookup_key(device_index: int, key: str) -> Choice | None:
+    """The winner the file in use names for `key` (problem_key, conv_key), or None."""
     _, winners, _ = in_use(device_index)
-    won = winners.get(problem_key(dtype, out_dtype, tf32, m, n, k))
+    won = winners.get(key)
     return Choice(won["kernel"], won["config"], won.get("splits")) if won else None
 
 

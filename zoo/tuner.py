@@ -101,3 +101,55 @@ def measure_choices(choices, problem, warmup: int, iters: int, seed: int, limits
         timings = bench.time_side_by_side(fns, sets, warmup, iters, progress=progress, graph=graph,
                                           lead_cycles=bench.lead_cycles(limits))
         return timings, checks, sets
+
+
+def conv_candidates(device_index: int, shape, dtype: str, out_dtype: str) -> list[tuple[object, object]]:
+    """Every (conv kernel, config) that can run a convolution on the device (each kernel that
+    computes the dtypes, each config that fits; TMA kernels only where their im2col map can
+    express the shape), then (None, None): conv2d's flat K."""
+    from . import conv
+    limits = gemm.device_limits(device_index)
+    problem = registry.Problem(shape.gemm_m, shape.out_channels, shape.gemm_k, dtype, out_dtype)
+    out = [(spec, cfg) for spec in registry.eligible(limits.cc, problem, "conv") for cfg in spec.configs
+           if not configs.problems(cfg, spec, limits) and (not spec.tma_boxes or conv._im2col_fits(shape))]
+    return out + [(None, None)]
+
+
+def measure_conv(device_index: int, shape, dtype: str, out_dtype: str, iters: int = 20, warmup: int = 5,
+                 seed: int = 0, progress=None) -> list[dict]:
+    """Verify every conv_candidates entry on one convolution against float64, then time them
+    side by side with cuDNN (channels-last, cudnn.benchmark; CUDA-graph replays, inputs
+    rotated out of L2, each plan's weights laid out beforehand, as keep_layout keeps them):
+    rows sorted fastest first, wrong ones last; "kernel" is tune.FLAT for the flat K."""
+    from . import conv, tune
+    limits = gemm.device_limits(device_index)
+    t, t_out = getattr(torch, dtype), getattr(torch, out_dtype)
+    gen = torch.Generator(device=f"cuda:{device_index}").manual_seed(seed)
+    per_set = (shape.images * shape.channels * shape.height * shape.width +
+               shape.out_channels * shape.channels * shape.r * shape.s) * t.itemsize
+    sets = bench.rotation_sets(per_set, limits.l2_bytes, max_sets=4)
+    inputs = [conv.inputs(shape, t, gen) for _ in range(sets)]
+    fns = {"cudnn": lambda i: conv.torch_conv(*inputs[i], shape, out_dtype=t_out)}
+    rows = []
+    torch.backends.cudnn.benchmark = True
+    with torch.no_grad():
+        for spec, cfg in conv_candidates(device_index, shape, dtype, out_dtype):
+            x, w = inputs[0]
+            plan = conv.flat_plan(x, shape, t_out) if spec is None else \
+                conv.plan_conv(x, shape, t_out, spec.name, cfg.name)
+            weights = [plan.weights(w_i) for _, w_i in inputs]
+            check = conv.verify(x, w, plan.run(x, weights[0]), shape)
+            kernel, config = (tune.FLAT, "") if spec is None else (spec.name, cfg.name)
+            name = f"{kernel} / {config}" if config else kernel
+            rows.append({"kernel": kernel, "config": config, "name": name, "verified": check.ok})
+            if check.ok:
+                fns[name] = (lambda p, ws: lambda i: p.run(inputs[i][0], ws[i]))(plan, weights)
+            if progress:
+                progress()
+        timings = bench.time_side_by_side(fns, sets, warmup, iters, lead_cycles=bench.lead_cycles(limits))
+    cudnn_us = 1e3 * timings["cudnn"].median_ms
+    for row in rows:
+        timing = timings.get(row["name"])
+        row["us"] = 1e3 * timing.median_ms if timing else float("inf")
+        row["cudnn_us"] = cudnn_us
+    return sorted(rows, key=lambda r: (not r["verified"], r["us"]))

@@ -1,5 +1,6 @@
 """`zoo tune`: every (kernel, config, split-K) measured per shape on this GPU, the winners
-written to the tuning file zoo.mm reads; --show prints the file in use."""
+written to the tuning file zoo.mm reads; --conv: every conv kernel and config (and the flat
+K) per convolution of a suite, for zoo.conv2d; --show prints the file in use."""
 
 from __future__ import annotations
 
@@ -7,14 +8,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from .. import bench, cuda, registry
-from .common import (EXIT_FAIL, EXIT_OK, dtype_options, err_console, gpu_available, no_gpu, out_dtype_name,
-                     problem_for, report_console, write_json)
+from .common import (DTYPES, EXIT_FAIL, EXIT_OK, dtype_options, err_console, gpu_available, no_gpu,
+                     out_dtype_name, problem_for, report_console, write_json)
 
 
 def add_parsers(sub) -> None:
     s = sub.add_parser("tune", help="measure every kernel/config/split for shapes on this GPU; zoo.mm then uses the winners")
     s.add_argument("--suite", choices=tuple(bench.SUITES), default="skinny", help="shapes to tune (skinny)")
     s.add_argument("--shapes", help="comma-separated MxNxK list instead of a suite")
+    s.add_argument("--conv", metavar="SUITE", help="tune zoo.conv2d on a convolution suite instead "
+                   "(zoo conv's: layer, resnet50, all)")
     dtype_options(s)
     s.add_argument("--show", action="store_true", help="print the tuning file in use and measure nothing")
     s.add_argument("--iters", type=int, default=20)
@@ -43,17 +46,20 @@ def cmd_tune(args) -> int:
     if args.show:
         winners, why = tune.read(path, key)
         table = Table(title=f"{path}: " + (why or f"{len(winners)} tuned shapes, in use"))
-        for col in ("problem", "kernel / config / splits", "us", "torch.mm us"):
-            table.add_column(col, justify="left" if col != "us" and "torch" not in col else "right")
+        for col in ("problem", "kernel / config / splits", "us", "torch.mm or cuDNN us"):
+            table.add_column(col, justify="left" if col in ("problem", "kernel / config / splits") else "right")
         for problem, w in sorted(winners.items()):
-            table.add_row(problem, f"{w['kernel']} / {w['config']} / {w.get('splits') or 'auto'}",
-                          f"{w['us']:.1f}", f"{w['torch_us']:.1f}")
+            choice = f"{w['kernel']} / {w['config']} / {w.get('splits') or 'auto'}" if "torch_us" in w else \
+                " / ".join(filter(None, (w["kernel"], w["config"])))  # a convolution's
+            table.add_row(problem, choice, f"{w['us']:.1f}", f"{w.get('torch_us', w.get('cudnn_us', 0.0)):.1f}")
         show.print(table)
         write_json(args.json, {"file": str(path), "key": key, "in_use": why is None, "why": why, "winners": winners})
         return EXIT_OK
     out_name = out_dtype_name(args, "tune")
     if out_name is None:
         return EXIT_FAIL
+    if args.conv:
+        return tune_convs(args, idx, lim, path, key, out_name, show)
     shapes = bench.parse_shapes(args.shapes) if args.shapes else bench.SUITES[args.suite]
     problems = [problem_for(args, m, n, k, out_name) for m, n, k in shapes]
     total = sum(len(tuner.candidates(idx, p)) for p in problems)
@@ -87,3 +93,59 @@ def cmd_tune(args) -> int:
     show.print(f"wrote {path}: zoo.mm takes these choices for these shapes on this GPU (zoo tune --show)")
     write_json(args.json, {"file": str(path), "key": key, "winners": winners, "measured": report})
     return EXIT_OK
+
+
+def tune_convs(args, idx, lim, path, key, out_name, show) -> int:
+    """zoo tune --conv SUITE: each convolution's fastest verified conv kernel / config or flat K."""
+    from .. import conv, tune, tuner
+    suites = {**conv.SUITES, "all": [lay for name in conv.SUITES for lay in conv.SUITES[name]]}
+    if args.conv not in suites or args.dtype == "fp32":
+        err_console.print(f"zoo tune: --conv takes one of {', '.join(suites)} with --dtype fp16 or bf16; "
+                          f"got {args.conv} with {args.dtype}")
+        return EXIT_FAIL
+    dtype, out_dtype = DTYPES[args.dtype], DTYPES[out_name]
+    layers = suites[args.conv]
+    total = sum(len(tuner.conv_candidates(idx, shape, dtype, out_dtype)) for _, shape in layers)
+    winners, report = {}, []
+    table = Table(title=f"zoo tune --conv {args.conv} on {lim.part}: the fastest verified conv kernel / config per layer")
+    for col in ("layer", "winner", "us", "cuDNN us", "automatic choice us", "candidates"):
+        table.add_column(col, justify="left" if col in ("layer", "winner") else "right")
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err_console, transient=True) as progress:
+        task = progress.add_task("tune", total=total)
+        for label, shape in layers:
+            progress.update(task, description=label)
+            rows = tuner.measure_conv(idx, shape, dtype, out_dtype, iters=args.iters, warmup=args.warmup,
+                                      seed=args.seed, progress=lambda: progress.advance(task))
+            best = rows[0]
+            if not best["verified"]:
+                err_console.print(f"zoo tune: no candidate verified for {shape.describe()}")
+                return EXIT_FAIL
+            name = conv.tune_key(shape, dtype, out_dtype)
+            winners[name] = {k: best[k] for k in ("kernel", "config", "us", "cudnn_us")}
+            auto = _automatic(idx, shape, dtype, out_dtype)
+            model = next((r for r in rows if (r["kernel"], r["config"]) == auto), None)
+            table.add_row(label, best["name"], f"{best['us']:.1f}", f"{best['cudnn_us']:.1f}",
+                          f"{model['us']:.1f}" if model else "-", str(len(rows)))
+            report.append({"layer": label, "key": name, "rows": rows})
+    tune.write(path, key, winners)
+    tune.forget()
+    conv._plans.clear()  # plans made before the file changed
+    show.print(table)
+    show.print(f"wrote {path}: zoo.conv2d takes these choices for these convolutions on this GPU (zoo tune --show)")
+    write_json(args.json, {"file": str(path), "key": key, "winners": winners, "measured": report})
+    return EXIT_OK
+
+
+def _automatic(idx, shape, dtype: str, out_dtype: str) -> tuple[str, str]:
+    """What zoo.conv2d runs for a shape with no tuning file: (kernel, config), or (tune.FLAT, "")."""
+    from .. import conv, gemm, tune
+    limits = gemm.device_limits(idx)
+    problem = registry.Problem(shape.gemm_m, shape.out_channels, shape.gemm_k, dtype, out_dtype)
+    spec, cfg = registry.select(limits, problem, op="conv")
+    if conv.gathers_flat(shape, cfg.block_k):
+        return tune.FLAT, ""
+    if spec.tma_boxes and not conv._im2col_fits(shape):
+        spec = next(k for k in registry.eligible(limits.cc, problem, "conv") if not k.tma_boxes)
+        cfg = registry.pick_config(spec, limits, problem)
+    return spec.name, cfg.name
