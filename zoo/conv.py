@@ -438,37 +438,55 @@ def weight_matrix(w: torch.Tensor, c_pad: int, rows: int | None = None) -> torch
 def plan_conv(x: torch.Tensor, shape: Conv, out_dtype: torch.dtype, kernel: str | None,
               config: str | None) -> ConvPlan | FlatConvPlan:
     """The kernel and config for the convolution's GEMM (the one named; else what `zoo tune
-    --conv` measured fastest for this shape on this GPU, where it did; else the registry's
-    choice among the conv kernels), compiled on first use, and its launch; or, with none
-    named, the flat-K plan where it won the tuning or the implicit GEMM would waste its K-tiles
-    (gathers_flat)."""
+    --conv` measured fastest for this shape on this GPU, where it did; else `automatic`'s),
+    compiled on first use, and its launch; or the flat-K plan where the tuning or `automatic`
+    chose it."""
     device_index = x.device.index if x.device.index is not None else torch.cuda.current_device()
     limits = gemm.device_limits(device_index)
     dtype, out_name = gemm._dtype_name(x.dtype), gemm._dtype_name(out_dtype)
-    problem = Problem(shape.gemm_m, shape.out_channels, shape.gemm_k, dtype, out_name)
-    tuned = None
     if kernel is None and config is None:
         tuned = tune.lookup_key(device_index, tune_key(shape, dtype, out_name))
         if tuned is not None and tuned.kernel == tune.FLAT:
             return flat_plan(x, shape, out_dtype)
-    if tuned is not None:
-        try:
-            return plan_conv(x, shape, out_dtype, tuned.kernel, tuned.config)
-        except ZooError as exc:  # a winner this zoo no longer has: the registry decides
-            cuda._warn_once(f"tuned conv choice {tuned} not used: {exc}")
-    spec, cfg = registry.select(limits, problem, kernel_name=kernel, config_name=config, op="conv")
-    if kernel is None and config is None and gathers_flat(shape, cfg.block_k):
-        return flat_plan(x, shape, out_dtype)
-    if spec.tma_boxes and not _im2col_fits(shape):
-        if kernel:
-            raise ZooError(f"{spec.name} reads x through a TMA im2col map, which cannot express "
-                           f"{shape.describe()} (corners in {cuda.IM2COL_CORNER}, strides <= {cuda.IM2COL_MAX_STRIDE})")
-        fallback = [k for k in registry.eligible(limits.cc, problem, "conv") if not k.tma_boxes]
-        if not fallback:
-            raise ZooError(f"no conv kernel for {shape.describe()} on CC {limits.cc[0]}.{limits.cc[1]}")
-        spec, cfg = fallback[0], registry.pick_config(fallback[0], limits, problem)
+        if tuned is not None:
+            try:
+                return plan_conv(x, shape, out_dtype, tuned.kernel, tuned.config)
+            except ZooError as exc:  # a winner this zoo no longer has: the registry decides
+                cuda._warn_once(f"tuned conv choice {tuned} not used: {exc}")
+        chosen = automatic(limits, shape, dtype, out_name)
+        if chosen is None:
+            return flat_plan(x, shape, out_dtype)
+        spec, cfg = chosen
+    else:
+        problem = Problem(shape.gemm_m, shape.out_channels, shape.gemm_k, dtype, out_name)
+        spec, cfg = registry.select(limits, problem, kernel_name=kernel, config_name=config, op="conv")
+        if spec.tma_boxes and not _im2col_fits(shape):
+            if kernel:
+                raise ZooError(f"{spec.name} reads x through a TMA im2col map, which cannot express {shape.describe()} "
+                               f"(corners in {cuda.IM2COL_CORNER}, strides <= {cuda.IM2COL_MAX_STRIDE})")
+            spec, cfg = _without_im2col_map(limits, problem, shape)
     launch, im2col = plan_launch(spec, cfg, device_index, x, shape, out_dtype)
     return ConvPlan(shape, spec, cfg, launch, out_dtype, im2col)
+
+
+def automatic(limits, shape: Conv, dtype: str, out_dtype: str) -> tuple[KernelSpec, TileConfig] | None:
+    """What conv2d runs with nothing named or tuned: None for the flat K (gathers_flat), else
+    the registry's conv kernel and config, a kernel without the TMA im2col map where that map
+    cannot express the shape. Nothing is compiled."""
+    problem = Problem(shape.gemm_m, shape.out_channels, shape.gemm_k, dtype, out_dtype)
+    spec, cfg = registry.select(limits, problem, op="conv")
+    if gathers_flat(shape, cfg.block_k):
+        return None
+    if spec.tma_boxes and not _im2col_fits(shape):
+        return _without_im2col_map(limits, problem, shape)
+    return spec, cfg
+
+
+def _without_im2col_map(limits, problem: Problem, shape: Conv) -> tuple[KernelSpec, TileConfig]:
+    fallback = [k for k in registry.eligible(limits.cc, problem, "conv") if not k.tma_boxes]
+    if not fallback:
+        raise ZooError(f"no conv kernel for {shape.describe()} on CC {limits.cc[0]}.{limits.cc[1]}")
+    return fallback[0], registry.pick_config(fallback[0], limits, problem)
 
 
 def flat_plan(x: torch.Tensor, shape: Conv, out_dtype: torch.dtype) -> FlatConvPlan:

@@ -55,20 +55,16 @@ def quantize(x: torch.Tensor, recipe: str, *, operand: str = "a",
     fmax = FP8_MAX[dtype]
     if recipe == "tensor":
         scale = rows.abs().amax().clamp(min=TINY) / fmax
-        expanded = scale
     elif recipe == "row":
         scale = rows.abs().amax(dim=1, keepdim=True).clamp(min=TINY) / fmax          # (rows, 1)
-        expanded = scale
     elif operand == "a":
         blocks = rows.view(rows.shape[0], k // BLOCK, BLOCK)
         scale = blocks.abs().amax(dim=2).clamp(min=TINY) / fmax                       # (M, K / 128)
-        expanded = scale.repeat_interleave(BLOCK, dim=1)
     else:
         n = rows.shape[0]
         blocks = rows.view(n // BLOCK, BLOCK, k // BLOCK, BLOCK)
         scale = blocks.abs().amax(dim=(1, 3)).clamp(min=TINY) / fmax                  # (N / 128, K / 128)
-        expanded = scale.repeat_interleave(BLOCK, dim=0).repeat_interleave(BLOCK, dim=1)
-    q = (rows / expanded).clamp(-fmax, fmax).to(dtype).contiguous()
+    q = (rows / _over_blocks(scale, recipe, operand)).clamp(-fmax, fmax).to(dtype).contiguous()
     if operand == "b":
         q = q.t()                                                                      # (K, N), column-major
         scale = scale.t()                                 # row: (1, N); block: (K / 128, N / 128), outer-dim-major
@@ -80,13 +76,16 @@ def quantize(x: torch.Tensor, recipe: str, *, operand: str = "a",
 def dequantize(q: torch.Tensor, scale: torch.Tensor, recipe: str, operand: str = "a") -> torch.Tensor:
     """q * scale in float32, the scales broadcast over their blocks: the scaled GEMM's input as
     its reference sees it."""
-    f = q.float()
-    if recipe == "block":
-        if operand == "a":
-            scale = scale.repeat_interleave(BLOCK, dim=1)
-        else:
-            scale = scale.repeat_interleave(BLOCK, dim=0).repeat_interleave(BLOCK, dim=1)
-    return f * scale
+    return q.float() * _over_blocks(scale, recipe, operand)
+
+
+def _over_blocks(scale: torch.Tensor, recipe: str, operand: str) -> torch.Tensor:
+    """A block recipe's scales repeated over their blocks' elements (a: 1 x 128 along K; b:
+    128 x 128); the other recipes' broadcast as they are."""
+    if recipe != "block":
+        return scale
+    scale = scale.repeat_interleave(BLOCK, dim=1)
+    return scale if operand == "a" else scale.repeat_interleave(BLOCK, dim=0)
 
 
 def check_scaled(a, b, scale_a, scale_b, out_dtype: torch.dtype, bias=None) -> str:

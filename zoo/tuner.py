@@ -60,11 +60,17 @@ def measure(device_index: int, problem, iters: int = 20, warmup: int = 5, seed: 
                 progress()
         lead = bench.lead_cycles(limits)
         timings = bench.time_side_by_side(fns, 1, warmup, iters, lead_cycles=lead)
-    torch_us = 1e3 * timings["torch.mm"].median_ms
+    return _ranked(rows, timings, "torch.mm", "torch_us")
+
+
+def _ranked(rows: list[dict], timings: dict, reference: str, field: str) -> list[dict]:
+    """Each row with its median "us" (inf for one not timed: wrong) and the reference's time as
+    `field`, fastest first, wrong ones last."""
+    reference_us = 1e3 * timings[reference].median_ms
     for row in rows:
         t = timings.get(row["name"])
         row["us"] = 1e3 * t.median_ms if t else float("inf")
-        row["torch_us"] = torch_us
+        row[field] = reference_us
     return sorted(rows, key=lambda r: (not r["verified"], r["us"]))
 
 
@@ -147,9 +153,4 @@ def measure_conv(device_index: int, shape, dtype: str, out_dtype: str, iters: in
             if progress:
                 progress()
         timings = bench.time_side_by_side(fns, sets, warmup, iters, lead_cycles=bench.lead_cycles(limits))
-    cudnn_us = 1e3 * timings["cudnn"].median_ms
-    for row in rows:
-        timing = timings.get(row["name"])
-        row["us"] = 1e3 * timing.median_ms if timing else float("inf")
-        row["cudnn_us"] = cudnn_us
-    return sorted(rows, key=lambda r: (not r["verified"], r["us"]))
+    return _ranked(rows, timings, "cudnn", "cudnn_us")

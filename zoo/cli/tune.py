@@ -67,32 +67,25 @@ def cmd_tune(args) -> int:
     table = Table(title=f"zoo tune on {lim.part}: the fastest verified (kernel, config, split-K) per shape")
     for col in ("problem", "winner", "us", "torch.mm us", "model's choice us", "candidates"):
         table.add_column(col, justify="left" if col in ("problem", "winner") else "right")
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=err_console, transient=True) as progress:
-        task = progress.add_task("tune", total=total)
-        for problem in problems:
-            progress.update(task, description=f"{problem.m}x{problem.n}x{problem.k}")
-            rows = tuner.measure(idx, problem, iters=args.iters, warmup=args.warmup, seed=args.seed,
-                                progress=lambda: progress.advance(task))
-            best = rows[0]
-            if not best["verified"]:
-                err_console.print(f"zoo tune: no candidate verified for {problem}")
-                return EXIT_FAIL
-            name = tune.problem_key(problem.dtype, problem.out_dtype, problem.tf32, problem.m, problem.n, problem.k)
-            winners[name] = {k: best[k] for k in ("kernel", "config", "splits", "us", "torch_us")}
-            model = next((r for r in rows if r["splits"] is None and (r["kernel"], r["config"]) ==
-                          tuple(x.name for x in registry.select(lim, problem))), None)
-            table.add_row(name, f"{best['kernel']} / {best['config']} / {best['splits'] or 'auto'}",
-                          f"{best['us']:.1f}", f"{best['torch_us']:.1f}",
-                          f"{model['us']:.1f}" if model else "-", str(len(rows)))
-            report.append({"problem": name, "rows": rows})
-    tune.write(path, key, winners)
-    tune.forget()
+    measured = _measured(problems, total, lambda p: f"{p.m}x{p.n}x{p.k}",
+                         lambda p, step: tuner.measure(idx, p, iters=args.iters, warmup=args.warmup,
+                                                       seed=args.seed, progress=step))
+    for problem, rows in measured:
+        best = rows[0]
+        if not best["verified"]:
+            err_console.print(f"zoo tune: no candidate verified for {problem}")
+            measured.close()  # the progress bar goes
+            return EXIT_FAIL
+        name = tune.problem_key(problem.dtype, problem.out_dtype, problem.tf32, problem.m, problem.n, problem.k)
+        winners[name] = {k: best[k] for k in ("kernel", "config", "splits", "us", "torch_us")}
+        model = next((r for r in rows if r["splits"] is None and (r["kernel"], r["config"]) ==
+                      tuple(x.name for x in registry.select(lim, problem))), None)
+        table.add_row(name, f"{best['kernel']} / {best['config']} / {best['splits'] or 'auto'}",
+                      f"{best['us']:.1f}", f"{best['torch_us']:.1f}",
+                      f"{model['us']:.1f}" if model else "-", str(len(rows)))
+        report.append({"problem": name, "rows": rows})
     gemm._calls.clear()  # plans made before the file changed
-    show.print(table)
-    show.print(f"wrote {path}: zoo.mm takes these choices for these shapes on this GPU (zoo tune --show)")
-    write_json(args.json, {"file": str(path), "key": key, "winners": winners, "measured": report})
-    return EXIT_OK
+    return _saved(args, show, table, path, key, winners, report, "zoo.mm takes these choices for these shapes")
 
 
 def tune_convs(args, idx, lim, path, key, out_name, show) -> int:
@@ -110,42 +103,45 @@ def tune_convs(args, idx, lim, path, key, out_name, show) -> int:
     table = Table(title=f"zoo tune --conv {args.conv} on {lim.part}: the fastest verified conv kernel / config per layer")
     for col in ("layer", "winner", "us", "cuDNN us", "automatic choice us", "candidates"):
         table.add_column(col, justify="left" if col in ("layer", "winner") else "right")
+    measured = _measured(layers, total, lambda layer: layer[0],
+                         lambda layer, step: tuner.measure_conv(idx, layer[1], dtype, out_dtype, iters=args.iters,
+                                                                warmup=args.warmup, seed=args.seed, progress=step))
+    for (label, shape), rows in measured:
+        best = rows[0]
+        if not best["verified"]:
+            err_console.print(f"zoo tune: no candidate verified for {shape.describe()}")
+            measured.close()
+            return EXIT_FAIL
+        name = conv.tune_key(shape, dtype, out_dtype)
+        winners[name] = {k: best[k] for k in ("kernel", "config", "us", "cudnn_us")}
+        auto = conv.automatic(lim, shape, dtype, out_dtype)
+        auto = (tune.FLAT, "") if auto is None else (auto[0].name, auto[1].name)
+        model = next((r for r in rows if (r["kernel"], r["config"]) == auto), None)
+        table.add_row(label, best["name"], f"{best['us']:.1f}", f"{best['cudnn_us']:.1f}",
+                      f"{model['us']:.1f}" if model else "-", str(len(rows)))
+        report.append({"layer": label, "key": name, "rows": rows})
+    conv._plans.clear()  # plans made before the file changed
+    return _saved(args, show, table, path, key, winners, report,
+                  "zoo.conv2d takes these choices for these convolutions")
+
+
+def _measured(items, total: int, label, measure):
+    """(item, measure(item, step)) for each item, under one progress bar of `total` candidates
+    that each measure advances by calling step()."""
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err_console, transient=True) as progress:
         task = progress.add_task("tune", total=total)
-        for label, shape in layers:
-            progress.update(task, description=label)
-            rows = tuner.measure_conv(idx, shape, dtype, out_dtype, iters=args.iters, warmup=args.warmup,
-                                      seed=args.seed, progress=lambda: progress.advance(task))
-            best = rows[0]
-            if not best["verified"]:
-                err_console.print(f"zoo tune: no candidate verified for {shape.describe()}")
-                return EXIT_FAIL
-            name = conv.tune_key(shape, dtype, out_dtype)
-            winners[name] = {k: best[k] for k in ("kernel", "config", "us", "cudnn_us")}
-            auto = _automatic(idx, shape, dtype, out_dtype)
-            model = next((r for r in rows if (r["kernel"], r["config"]) == auto), None)
-            table.add_row(label, best["name"], f"{best['us']:.1f}", f"{best['cudnn_us']:.1f}",
-                          f"{model['us']:.1f}" if model else "-", str(len(rows)))
-            report.append({"layer": label, "key": name, "rows": rows})
+        for item in items:
+            progress.update(task, description=label(item))
+            yield item, measure(item, lambda: progress.advance(task))
+
+
+def _saved(args, show, table, path, key, winners: dict, report: list, takes: str) -> int:
+    """The winners merged into the tuning file (read afresh from then on), the table, the JSON."""
+    from .. import tune
     tune.write(path, key, winners)
     tune.forget()
-    conv._plans.clear()  # plans made before the file changed
     show.print(table)
-    show.print(f"wrote {path}: zoo.conv2d takes these choices for these convolutions on this GPU (zoo tune --show)")
+    show.print(f"wrote {path}: {takes} on this GPU (zoo tune --show)")
     write_json(args.json, {"file": str(path), "key": key, "winners": winners, "measured": report})
     return EXIT_OK
-
-
-def _automatic(idx, shape, dtype: str, out_dtype: str) -> tuple[str, str]:
-    """What zoo.conv2d runs for a shape with no tuning file: (kernel, config), or (tune.FLAT, "")."""
-    from .. import conv, gemm, tune
-    limits = gemm.device_limits(idx)
-    problem = registry.Problem(shape.gemm_m, shape.out_channels, shape.gemm_k, dtype, out_dtype)
-    spec, cfg = registry.select(limits, problem, op="conv")
-    if conv.gathers_flat(shape, cfg.block_k):
-        return tune.FLAT, ""
-    if spec.tma_boxes and not conv._im2col_fits(shape):
-        spec = next(k for k in registry.eligible(limits.cc, problem, "conv") if not k.tma_boxes)
-        cfg = registry.pick_config(spec, limits, problem)
-    return spec.name, cfg.name
