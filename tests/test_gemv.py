@@ -40,19 +40,49 @@ def test_what_the_streaming_kernel_is_not_chosen_for():
         registry.select(arch.offline("sm_75"), Problem(1, 4096, 4096, "bfloat16", "bfloat16"))
 
 
+def test_hopper_decodes_one_row_against_a_small_weight_on_narrow_blocks():
+    """sm_90: the narrow K-major blocks for one row of x @ W^T against a weight of at most
+    DECODE_MAX_B_BYTES (measured faster than the swap-AB tiles there, NOTES.md); more rows, a
+    larger weight or a row-major B keep the swap-AB tiles."""
+    lim = arch.offline("sm_90a")
+    for n, k in ((2048, 2048), (512, 2048), (4096, 1024)):
+        spec, cfg = registry.select(lim, Problem(1, n, k, "bfloat16", "bfloat16", b_col=True))
+        assert spec is GEMV and cfg.name == "1x8", (n, k)
+    assert 8192 * 2048 * 2 > registry.DECODE_MAX_B_BYTES
+    for problem in (Problem(1, 8192, 2048, b_col=True), Problem(2, 2048, 2048, b_col=True), Problem(1, 2048, 2048)):
+        spec, cfg = registry.select(lim, problem)
+        assert spec is registry.SM90_GEMM and cfg.swap_ab, problem
+
+
+def test_a_narrow_block_is_built_for_a_k_major_b_only():
+    """The 1x8 config: valid on every arch, no shared memory, built (and chosen) only for a
+    K-major B; named for a row-major B it is a ZooError, not a failed compile."""
+    narrow = GEMV.config("1x8")
+    for target in GEMV.offline_archs:
+        assert not configs.problems(narrow, GEMV, arch.offline(target))
+    assert GEMV.smem_bytes(narrow) == 0 and registry.layouts_of(GEMV, narrow) == ("row x col",)
+    assert not registry.serves(GEMV, narrow, Problem(1, 64, 64)) and registry.serves(GEMV, narrow, Problem(1, 64, 64, b_col=True))
+    assert registry.select(arch.offline("sm_80"), Problem(1, 2048, 2048))[1].name == "1x256"  # row-major B
+    x, w = torch.zeros(1, 1024, dtype=torch.float16), torch.zeros(2048, 1024, dtype=torch.float16)
+    assert gemm.read_in_place(GEMV, narrow, x, w.t()) == (False, True)
+    with pytest.raises(zoo.ZooError, match="K-major only"):
+        gemm.read_in_place(GEMV, narrow, x, w.t().contiguous())
+    bad = configs.TileConfig(name="1x16", block_m=1, block_n=16, block_k=4096, warp_m=1, warp_n=16, stages=2, threads=96)
+    assert any("whole number of columns per warp" in p for p in configs.problems(bad, GEMV, arch.offline("sm_80")))
+
+
 @pytest.mark.parametrize("target", ["sm_75", "sm_80"])
 def test_a_linear_weight_read_in_place_sends_few_rows_to_the_streaming_kernel(target):
     """x @ W^T with W (N, K) row-major, as torch.nn.Linear computes it: where no swap-AB tiles
     serve skinny M, the streaming kernel's K-major build reads W in place for 1-8 rows, whatever
-    N (no 8-column rule: it reads along K); more rows take tiles. Hopper keeps its swap-AB
-    tiles (measured faster there: NOTES.md, "A K-major streaming kernel")."""
+    N (no 8-column rule: it reads along K), one row on a narrow block; more rows take tiles."""
     lim = arch.offline(target)
     for m in (1, 3, registry.SKINNY_MAX_M):
         assert registry.select(lim, Problem(m, 2048, 2048, b_col=True))[0] is GEMV
         assert registry.select(lim, Problem(m, 4095, 4104, b_col=True))[0] is GEMV  # no 8-column rule
+    assert registry.select(lim, Problem(1, 2048, 2048, b_col=True))[1].name == "1x8"
+    assert registry.select(lim, Problem(2, 2048, 2048, b_col=True))[1].name == "2x256"
     assert registry.select(lim, Problem(registry.SKINNY_MAX_M + 1, 2048, 2048, b_col=True))[0] is not GEMV
-    spec, cfg = registry.select(arch.offline("sm_90a"), Problem(1, 2048, 2048, b_col=True))
-    assert spec is registry.SM90_GEMM and cfg.swap_ab
     w = torch.zeros(2048, 1024, dtype=torch.float16)  # W of Linear(1024, 2048)
     x = torch.zeros(1, 1024, dtype=torch.float16)
     for cfg in GEMV.configs:
@@ -97,10 +127,10 @@ def test_stream_splits_without_room_to_fill_and_past_the_grid():
 
 def test_streaming_configs_are_checked_by_the_one_validator():
     lim = arch.offline("sm_75")
-    bad = configs.parse("x", {"block_m": 9, "block_n": 128, "block_k": 500, "warp_m": 9, "warp_n": 128,
+    bad = configs.parse("x", {"block_m": 9, "block_n": 512, "block_k": 500, "warp_m": 9, "warp_n": 512,
                               "stages": 8, "threads": 256})
     found = " ".join(configs.problems(bad, GEMV, lim))
-    assert "block_n and warp_n must be 256" in found and "block_m 9" in found
+    assert "block_n must be 256" in found and "block_m 9" in found
     bad = configs.parse("y", {"block_m": 1, "block_n": 256, "block_k": 500, "warp_m": 1, "warp_n": 256,
                               "stages": 8, "threads": 256})
     assert any("multiple of the 8 warps" in p for p in configs.problems(bad, GEMV, lim))
@@ -172,6 +202,44 @@ def test_k_major_streaming_reads_a_linear_weight_in_place(dtype):
                 gemm.plan_launch(GEMV, cfg, dev, a, w.t(), out, k, k, k, splits=splits, b_col=True).fire()
                 res = bench.verify(a, w.t(), out)
                 assert res.ok, f"{m}x{n}x{k} in {splits} slices: {res.describe()}"
+
+
+@pytest.mark.gpu
+def test_narrow_blocks_wait_for_the_launch_that_writes_their_input():
+    """Two decoding GEMMs in a row on the 1x8 config, the second reading the first's output:
+    on sm_90 the second goes as a programmatic dependent of the first, which lets it start at
+    once, so it must wait before reading (griddepcontrol.wait). Eager and from a CUDA graph
+    replayed with new contents, each against float64 of the chain; then an A whose row is not
+    16-byte aligned (a launch planned by hand), read element by element."""
+    lim = _needs_gpu()
+    gen = torch.Generator(device="cuda").manual_seed(53)
+    w1, w2 = rand(2048, 1024, gen=gen), rand(512, 2048, gen=gen)  # 4 and 2 MB: decode-sized on sm_90
+    h = rand(1, 1024, gen=gen)
+    x, y = torch.empty(1, 2048, device="cuda", dtype=torch.float16), torch.empty(1, 512, device="cuda", dtype=torch.float16)
+
+    def chain():
+        zoo.mm(h, w1.t(), out=x)
+        zoo.mm(x, w2.t(), out=y)
+    chain()
+    plan = next(p for p in gemm._calls.values() if p.launch and p.launch.choice[:2] == (GEMV.name, "1x8"))
+    assert plan.launch.pdl == (lim.cc >= (9, 0))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        chain()
+    for step in range(4):
+        if step:
+            h.copy_(rand(1, 1024, gen=gen))
+            y.fill_(float("nan"))
+            graph.replay()
+        torch.cuda.synchronize()
+        want_x = (h.double() @ w1.double().t()).half()  # x as the first GEMM rounds it
+        assert bench.verify(h, w1.t(), x).ok and torch.allclose(x, want_x, rtol=1e-2, atol=1e-2)
+        assert bench.verify(x, w2.t(), y).ok, f"step {step}: the second GEMM read a stale x"
+    odd = rand(1, 1025, gen=gen)[:, 1:]  # its row starts 2 bytes off 16
+    out = torch.full((1, 2048), float("nan"), device="cuda", dtype=torch.float16)
+    gemm.plan_launch(GEMV, GEMV.config("1x8"), torch.cuda.current_device(), odd, w1.t(), out, 1024, 1025, 1024,
+                     b_col=True).fire()
+    assert bench.verify(odd, w1.t(), out).ok
 
 
 @pytest.mark.gpu

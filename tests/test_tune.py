@@ -55,12 +55,18 @@ def test_file_name_is_the_gpu_name(monkeypatch, tmp_path):
     assert tune.tuning_file("NVIDIA H100 80GB HBM3") == tmp_path / "tune-nvidia-h100-80gb-hbm3.json"
 
 
+def _tuning_file_in(folder, monkeypatch):
+    """The tuning file in `folder`, the compile cache left where it is: a fresh cache would
+    compile every candidate of `zoo tune` again (minutes)."""
+    monkeypatch.setattr(tune, "tuning_file", lambda gpu_name: folder / "tune-this-gpu.json")
+
+
 @pytest.mark.gpu
 def test_zoo_mm_takes_the_tuned_choice(tmp_path, monkeypatch):
     """After `zoo tune` on a shape, zoo.mm plans that shape with the winner; another winner in
     the file changes the choice; shapes the file does not name keep the model's."""
     from zoo import cli, cuda
-    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path))
+    _tuning_file_in(tmp_path, monkeypatch)
     tune.forget()
     gemm._calls.clear()
     assert cli.main(["tune", "--shapes", "64x512x1024", "--iters", "5"]) == 0
@@ -128,7 +134,7 @@ def test_zoo_tune_conv_writes_a_winner_that_conv2d_takes(tmp_path, monkeypatch):
     """`zoo tune --conv layer` measures every conv kernel / config and the flat K on the issue's
     layer, each verified, and writes the fastest; zoo.conv2d then plans that layer with it."""
     from zoo import cli, conv
-    monkeypatch.setenv("ZOO_CACHE_DIR", str(tmp_path))
+    _tuning_file_in(tmp_path, monkeypatch)
     tune.forget()
     conv._plans.clear()
     assert cli.main(["tune", "--conv", "layer", "--iters", "3", "--warmup", "1",

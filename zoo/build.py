@@ -11,7 +11,7 @@ from . import configs as cfgs
 from . import cuda, sass
 from .arch import ArchLimits
 from .registry import KernelSpec
-from .specs.base import column_layouts
+from .specs.base import column_layouts, layout, layouts_of
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,8 @@ def build_and_check(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits) 
     # of them; a kernel that also reads operands column-major (layouts) is built each such way
     # the config allows, for its one-GEMM entries (the dtypes column says which: layout_label).
     suffixes = ("", "_grouped") if spec.op == "gemm" and spec.grouped else ("",)
-    builds = [(False, False, suffixes)] + [(a_col, b_col, ("",)) for a_col, b_col in column_layouts(spec, cfg)]
+    row_major = [(False, False, suffixes)] if layout(False, False) in layouts_of(spec, cfg) else []
+    builds = row_major + [(a_col, b_col, ("",)) for a_col, b_col in column_layouts(spec, cfg)]
     for a_col, b_col, names in builds:
         cubin = cuda.compile_cubin(spec.source, limits.arch, spec.defines(cfg, a_col, b_col), kernel=spec.name,
                                    config=cfg.name)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from . import configs as cfgs
 from . import cuda, sass
 from .arch import ArchLimits
-from .registry import ELEMENT_BYTES, KernelSpec, Problem, stream_splits
+from .registry import ELEMENT_BYTES, KernelSpec, Problem, layout, layouts_of, stream_splits
 
 
 @dataclass(frozen=True)
@@ -133,7 +133,9 @@ def math_of(spec: KernelSpec, problem: Problem) -> str:
 
 def explain(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits, problem: Problem) -> Explanation:
     cfgs.validate(cfg, spec, limits)
-    cubin = cuda.compile_cubin(spec.source, limits.arch, spec.defines(cfg), kernel=spec.name, config=cfg.name)
+    b_col = layout(False, False) not in layouts_of(spec, cfg)  # a config built for a K-major B only
+    cubin = cuda.compile_cubin(spec.source, limits.arch, spec.defines(cfg, b_col=b_col), kernel=spec.name,
+                               config=cfg.name)
     function = spec.entry[(problem.dtype, problem.out_dtype)]
     res = sass.resources(cubin.image, function)
     smem = spec.smem_bytes(cfg) + res.static_smem

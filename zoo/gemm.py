@@ -16,7 +16,7 @@ from . import arch, bench, cuda, overlap, registry, tune
 from .configs import TileConfig
 from .cuda import ZooError
 from .registry import INT32_MAX, KernelSpec, Problem
-from .specs.base import column_layouts
+from .specs.base import column_layouts, layout, layouts_of
 from .specs.gemv import GEMV_LANE_COLS
 
 DTYPE_NAMES = {torch.float16: "float16", torch.bfloat16: "bfloat16", torch.float32: "float32"}
@@ -115,6 +115,9 @@ def read_in_place(spec: KernelSpec, cfg: TileConfig, a: torch.Tensor, b: torch.T
     a_col, b_col = column_major(a), column_major(b)
     while (a_col or b_col) and (a_col, b_col) not in column_layouts(spec, cfg):
         a_col, b_col = (False, b_col) if a_col else (False, False)  # A in place first to go: swap-AB tiles cannot
+    if layout(a_col, b_col) not in layouts_of(spec, cfg):  # a config built for a K-major B only
+        raise ZooError(f"{spec.name} [{cfg.name}] reads B K-major only (a transposed view such as a Linear's "
+                       f"W.t(), columns 16-byte aligned); this B is row-major: name another config")
     return a_col, b_col
 
 
@@ -703,7 +706,9 @@ def _plan_stream(spec: KernelSpec, cfg: TileConfig, fn: cuda.Function, device_in
             (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32), (lda, cuda.INT32), (ldb, cuda.INT32),
             (max(c.stride(0), 1), cuda.INT32), (per, cuda.INT32), (0, cuda.POINTER), (0, cuda.POINTER)]
     split_k = (splits * m * n, grid[0] * grid[2]) if splits > 1 else None  # partials, counts per column block
-    return Launch(fn, device_index, grid, cfg.threads, 1, args, split_k, (0, 1, 2))
+    footprint = (m * k + k * n) * a.element_size() + m * n * c.element_size()
+    return Launch(fn, device_index, grid, cfg.threads, 1, args, split_k, (0, 1, 2),
+                  pdl=registry.dependent_launch(spec, device_limits(device_index), footprint))
 
 
 # ----------------------------------------------------------------------------- grouped launches

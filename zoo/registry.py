@@ -13,8 +13,8 @@ from .arch import ArchLimits
 from .cuda import ZooError
 from .sass import occupancy
 from .specs import KERNELS, ELEMENT_BYTES, KernelSpec, stacks  # noqa: F401 - re-exported
-from .specs.base import Problem  # noqa: F401 - re-exported
-from .specs.gemv import GEMV_GRID_YZ
+from .specs.base import Problem, layout, layouts_of  # noqa: F401 - re-exported
+from .specs.gemv import GEMV_GRID_YZ, k_major_only
 from .specs import (SM75_CONV, SM75_GEMV, SM75_HGEMM, SM75_HMMA, SM75_SGEMM, SM80_CONV, SM80_GEMM,  # noqa: F401
                     SM90_CONV, SM90_GEMM, SM90_TF32)
 
@@ -105,15 +105,23 @@ def stream_k_tiles(spec: KernelSpec, c: cfgs.TileConfig, m: int, n: int, k: int,
     return tail
 
 
+def serves(spec: KernelSpec, c: cfgs.TileConfig, problem: Problem) -> bool:
+    """Whether a config has a build for the problem's B: row-major (B as given, or a row-major
+    copy of a column-major B), or K-major in place (KernelSpec.config_layouts)."""
+    built = layouts_of(spec, c)
+    return layout(False, False) in built or (problem.b_col and layout(False, True) in built)
+
+
 def dependent_launch(spec: KernelSpec, limits: ArchLimits, footprint_bytes: int) -> bool:
     """Whether a launch goes as a programmatic dependent of the grid before it in its stream
     (its blocks start, and wait, while that grid finishes): for kernels that wait for it
-    (spec.pdl) whose operands and result, `footprint_bytes`, fit in L2. Measured on an H100
+    (spec.pdl; on CC 9.0 and later, where griddepcontrol exists) whose operands and result,
+    `footprint_bytes`, fit in L2. Measured on an H100
     in eager loops against the same launches without it (NOTES.md, "Programmatic dependent
     launch"): 1024 x 4096 x 4096 (48 MB) 3-5% faster in two runs, 128 x 4096 x 4096 (34 MB)
     12% in one and even in the other; 128 x 11008 x 4096, 128 x 4096 x 11008 and 16384 x 11008
     x 4096 (94-490 MB, read from DRAM) 4-6% slower, for a reason not found."""
-    return spec.pdl and footprint_bytes <= limits.l2_bytes
+    return spec.pdl and limits.cc >= (9, 0) and footprint_bytes <= limits.l2_bytes
 
 
 def offline_archs() -> list[str]:
@@ -218,12 +226,12 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
     ping-pong tile instead of a cooperative one (pingpong_choice). Narrow and swap-AB tiles
     stay out of the wave-cost choice; one GEMM gets one where they measured faster
     (narrow_choice, then swap_ab_choice)."""
-    valid = [c for c in spec.configs if not cfgs.problems(c, spec, limits)]
+    valid = [c for c in spec.configs if not cfgs.problems(c, spec, limits) and serves(spec, c, problem)]
     if not valid:
         raise ZooError(f"no config of {spec.name} fits {limits.part} ({limits.arch})")
-    if spec.max_m:  # a streaming kernel: the fewest rows that hold M (more: row groups)
+    if spec.max_m:  # a streaming kernel: the fewest rows that hold M (more: row groups), the narrowest block
         holding = [c for c in valid if c.block_m >= problem.m]
-        return min(holding, key=lambda c: c.block_m) if holding else max(valid, key=lambda c: c.block_m)
+        return min(holding, key=lambda c: (c.block_m, c.block_n)) if holding else max(valid, key=lambda c: c.block_m)
     swapped = [c for c in valid if c.swap_ab]
     narrow = [c for c in valid if c.narrow and not c.swap_ab]
     valid = [c for c in valid if not c.swap_ab and not c.narrow] or swapped
@@ -374,18 +382,31 @@ def select_each(limits: ArchLimits, problem: Problem,
 # sm90 kernel's swap-AB tiles (16x128s: 1 x 4096 x 4096 98.6% of torch.mm against 97.8-101.6%,
 # 1 x 4096 x 1024 85.5% against 76%), so a kernel with swap-AB tiles keeps skinny M; the others'
 # 64-row tiles run a GEMM of a few rows on a few SMs, where it streams B over all of them. Its
-# K-major build (x @ W^T, W read in place) lost to them too on an H200 (1 x 2048 x 2048: 12.1
-# us against 10.5; NOTES.md, "A K-major streaming kernel"); elsewhere it spares a copy of W.
+# K-major build (x @ W^T, W read in place) spares a copy of W there.
 SKINNY_MAX_M = 8
+
+
+# Its narrow K-major blocks (the 1x8 config, PDL on sm_90) against the swap-AB tiles on an
+# H200, x @ W^T bf16 (NOTES.md, "Decoding GEMMs on narrow streaming blocks"): one row against
+# 2048x2048 and 512x2048 weights (8 and 2 MB) 6.2 and 5.5 us against 8.3 and 6.8 (cuBLAS 5.8,
+# 5.2); against 8192x2048 and 2048x8192 (32 MB) 15.4 and 17.8 against 10.9 and 14.7; four rows
+# 14-15 us against 8.3. So a Hopper GPU takes them for one row of C and a weight of at most
+# DECODE_MAX_B_BYTES.
+DECODE_MAX_M = 1
+DECODE_MAX_B_BYTES = 8 << 20
 
 
 def skinny_choice(limits: ArchLimits, problem: Problem, chosen: KernelSpec) -> KernelSpec | None:
     """The streaming kernel instead of `chosen` for one GEMM of at most SKINNY_MAX_M rows, where
-    `chosen` has no swap-AB tiles (those hold a few rows as well), a streaming kernel runs on
-    the device and computes the dtypes, and B is either read K-major in place (a Linear's W^T,
-    by its K-major build) or row-major with N and its row stride multiples of the 8-column
-    chunks (no copy of B, no element-wise tail); else None (`chosen` stands)."""
-    if chosen.swap_ab or problem.m > SKINNY_MAX_M:
+    a streaming kernel runs on the device and computes the dtypes, and B is either read K-major
+    in place (a Linear's W^T, by its K-major build) or row-major with N and its row stride
+    multiples of the 8-column chunks (no copy of B, no element-wise tail); where `chosen` has
+    swap-AB tiles (those hold a few rows as well), only for a decoding GEMM: DECODE_MAX_M rows
+    against a K-major B of at most DECODE_MAX_B_BYTES. Else None (`chosen` stands)."""
+    if problem.m > SKINNY_MAX_M:
+        return None
+    if chosen.swap_ab and not (problem.b_col and problem.m <= DECODE_MAX_M and
+                               problem.n * problem.k * ELEMENT_BYTES[problem.dtype] <= DECODE_MAX_B_BYTES):
         return None
     if not problem.b_col and (problem.n % 8 or (problem.ldb or problem.n) % 8):
         return None
@@ -403,12 +424,15 @@ def stream_splits(c: cfgs.TileConfig, m: int, n: int, k: int, resident_blocks: i
     """(splits, rows of K per split) for a streaming kernel's launch: the blocks of
     ceil(N / block_n) column blocks x ceil(M / block_m) row groups, times the splits, fit the
     `resident_blocks` the GPU holds at once (no second wave for a few blocks; 0: no more
-    slices than block_k forces, as for a launch that shares the GPU); no more slices than
+    slices than block_k forces, as for a launch that shares the GPU, and for narrow K-major
+    blocks: NOTES.md, "Decoding GEMMs on narrow streaming blocks"); no more slices than
     ceil(K / STREAM_MIN_SLICE) unless block_k forces more; slices are whole rounds of the
     block's warps. An M of more than MAX_GRID_Y row groups, or a K that needs more than
     MAX_GRID_Y slices, is a ZooError."""
     if -(-m // c.block_m) > MAX_GRID_Y:
         raise ZooError(f"[{c.name}] computes at most {MAX_GRID_Y * c.block_m} rows (it is for skinny GEMMs), got M={m}")
+    if k_major_only(c):  # narrow blocks fill the GPU by themselves (N / block_n): more slices measured slower
+        resident_blocks = 0
     blocks = -(-n // c.block_n) * -(-m // c.block_m)
     warps = max(c.threads // 32, 1)
     fewest = -(-k // c.block_k)

@@ -18,7 +18,7 @@ def candidates(device_index: int, problem) -> list[tuple[object, object, int | N
     out = []
     for spec in registry.eligible(limits.cc, problem):
         for cfg in spec.configs:
-            if configs.problems(cfg, spec, limits):
+            if configs.problems(cfg, spec, limits) or not registry.serves(spec, cfg, problem):
                 continue
             splits = [None]
             if spec.split_k:

@@ -24,12 +24,14 @@
 //   A past M are zero; stores past M, N are skipped.
 // Built with -DZOO_B_K_MAJOR (B given column-major, as B^T (N, K) row-major with row stride
 //   ldb: torch.nn.Linear's x @ W^T reads W in place, as LLM decoding does): a column of C is a
-//   dot product along a row of B^T. A's slice is staged row by row (As[row][k]); each warp takes BN / WARPS
-//   columns, LOADS at a time per lane group: a column gets `lanes` lanes (its slice's 16-byte
-//   chunks, at most 32, a power of two), each loading its chunks of the column (LDG.128 along
-//   K) and FMAing them with A's 8 x ROWS values; the lanes add their sums by shuffles. Slices
-//   start on whole chunks (k_per_split % 8 == 0); a chunk past the slice's end loads element
-//   by element.
+//   dot product along a row of B^T, and BN may be any whole number of columns per warp (a
+//   decoding GEMM wants narrow blocks: many of them, each streaming whole rows of B^T). Each
+//   warp takes BN / WARPS columns, LOADS at a time per lane group: a column gets `lanes` lanes
+//   (its slice's 16-byte chunks, at most 32, a power of two), each loading DEPTH of its chunks
+//   of each of the LOADS columns at once (LDG.128 along K) and FMAing them with A's chunks,
+//   read from global memory (L1 hits: every warp reads the same A); the lanes add their sums
+//   by shuffles. Slices start on whole chunks (k_per_split % 8 == 0); a chunk past the slice's
+//   end, or of an A whose rows are not 16-byte aligned, loads element by element.
 //
 // Run it: zoo bench --shapes 1x4096x4096 --kernel sm75_gemv_stream   (see README.md)
 
@@ -58,10 +60,11 @@ constexpr int LOADS = ZOO_STAGES;   // 16-byte loads a round of a lane (two roun
 constexpr int THREADS = ZOO_THREADS;
 constexpr int WARPS = THREADS / 32;
 constexpr bool B_K_MAJOR = ZOO_B_K_MAJOR;
-// Shared memory: the block's slice of A as fp32, then (reused) the warps' sums of one row.
-constexpr int SMEM_BYTES = zoo::cmax(KS_MAX * ROWS, WARPS * BN) * 4;
+// Shared memory: the block's slice of A as fp32, then (reused) the warps' sums of one row;
+// none for a narrow block (BN < 256: a K-major build only, which stages nothing).
+constexpr int SMEM_BYTES = BN == 256 ? zoo::cmax(KS_MAX * ROWS, WARPS * BN) * 4 : 0;
 
-static_assert(BN == 256, "a warp covers 32 lanes x 8 columns");
+static_assert(B_K_MAJOR || BN == 256, "a warp covers 32 lanes x 8 columns (row-major B)");
 static_assert(THREADS % 32 == 0 && THREADS >= 32 && THREADS <= 1024, "whole warps");
 static_assert(ROWS >= 1 && ROWS <= 8, "1-8 rows of C per block (ROWS x 8 accumulators a lane)");
 static_assert(KS_MAX % WARPS == 0, "a K slice is a whole number of rounds of the warps");
@@ -87,17 +90,23 @@ __device__ __forceinline__ void unpack8(const uint4& v, float* f) {
 __device__ __forceinline__ void to_float8(const uint4& v, float* f, half) { unpack8<half2>(v, f); }
 __device__ __forceinline__ void to_float8(const uint4& v, float* f, __nv_bfloat16) { unpack8<__nv_bfloat162>(v, f); }
 
+// The first `valid` (at most 8) elements at p, one by one, as a chunk zero past them; built in
+// registers (no addressable local array: that would go to the stack).
+template <typename T>
+__device__ __forceinline__ uint4 load_elements(const T* p, int valid) {
+  const unsigned short* q = reinterpret_cast<const unsigned short*>(p);
+  unsigned w[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+  for (int i = 0; i < 8; ++i)
+    if (i < valid) w[i / 2] |= static_cast<unsigned>(__ldg(q + i)) << (16 * (i % 2));
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
 // B[k][col .. col+7] as one 16-byte chunk; element by element where it runs past N (valid < 8).
 template <typename T>
 __device__ __forceinline__ uint4 load_chunk(const T* p, int valid) {
   if (valid >= 8) return __ldg(reinterpret_cast<const uint4*>(p));
-  uint4 v = make_uint4(0, 0, 0, 0);
-  unsigned short* e = reinterpret_cast<unsigned short*>(&v);
-  const unsigned short* q = reinterpret_cast<const unsigned short*>(p);
-#pragma unroll
-  for (int i = 0; i < 8; ++i)
-    if (i < valid) e[i] = q[i];
-  return v;
+  return load_elements(p, valid);
 }
 
 // A's slice, read along k (coalesced), kept as fp32 in As[k][row]; rows past M are zero.
@@ -110,25 +119,24 @@ __device__ __forceinline__ void stage_a(float* smem, const T* __restrict__ A, in
   }
 }
 
-// K-major B's A slice: As[row][k], rows KS_MAX apart, so a lane reads its chunk's 8 values of
-// a row as two 16-byte loads (As[k][row] put a group's lanes 8 x ROWS floats apart: bank
-// conflicts up to 32-way at 8 rows); zero from the slice's depth to its last whole chunk.
+// A 16-byte chunk of 8 elements, or element by element (valid < 8, or a row that is not
+// 16-byte aligned: vec false); zero past `valid`.
 template <typename T>
-__device__ __forceinline__ void stage_a_rows(float* smem, const T* __restrict__ A, int lda, int row0, int rows,
-                                             int k0, int depth) {
-  const int width = (depth + 7) / 8 * 8;
-  for (int i = threadIdx.x; i < ROWS * width; i += THREADS) {
-    const int r = i / width, kk = i - r * width;
-    smem[r * KS_MAX + kk] = r < rows && kk < depth ? to_float(A[static_cast<long long>(row0 + r) * lda + k0 + kk]) : 0.f;
-  }
+__device__ __forceinline__ uint4 load_chunk_any(const T* p, int valid, bool vec) {
+  return vec ? load_chunk(p, valid) : load_elements(p, valid < 8 ? valid : 8);
 }
 
 // K-major B: this block's columns of C over its slice, each column's dot products summed by
-// its lanes; stored to C (one slice) or to this slice's partials. As is staged (stage_a_rows).
+// its lanes; stored to C (one slice) or to this slice's partials. A lane keeps LOADS columns x
+// DEPTH chunks of B in flight (a decoding GEMM's B streams in one or two DRAM round trips) and
+// reads A's chunks straight from global memory: every warp reads the same few KB of A, so all
+// but the first reads hit L1, and no block waits on staging A before its first B load.
+constexpr int DEPTH = LOADS >= 16 ? 1 : 16 / LOADS;  // 16 loads of B in flight a lane
+
 template <typename T, typename OutT>
-__device__ __forceinline__ void dot_columns(const float* As, const T* __restrict__ B, OutT* __restrict__ C,
-                                            float* __restrict__ partial, int N, int ldb, int ldc, int k0,
-                                            int depth, int row0, int rows, int col0) {
+__device__ __forceinline__ void dot_columns(const T* __restrict__ A, int lda, const T* __restrict__ B,
+                                            OutT* __restrict__ C, float* __restrict__ partial, int N, int ldb,
+                                            int ldc, int k0, int depth, int row0, int rows, int col0) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int chunks = (depth + 7) / 8;
   int lanes = 32;  // lanes to a column: no more than the slice has chunks
@@ -136,38 +144,44 @@ __device__ __forceinline__ void dot_columns(const float* As, const T* __restrict
   const int groups = 32 / lanes;  // columns a warp covers at once, LOADS times over
   const int sub = lane % lanes, group = lane / lanes;
   const int warp_cols = BN / WARPS;
-  for (int base = col0 + warp * warp_cols; base < col0 + (warp + 1) * warp_cols; base += groups * LOADS) {
+  const int warp_end = min(N, col0 + (warp + 1) * warp_cols);
+  // A's rows as 16-byte chunks where its base and row stride allow (k0 is whole chunks).
+  const bool a_vec = ((reinterpret_cast<unsigned long long>(A) | static_cast<unsigned long long>(lda) * sizeof(T)) & 15) == 0;
+  for (int base = col0 + warp * warp_cols; base < warp_end; base += groups * LOADS) {
     float acc[LOADS][ROWS];
 #pragma unroll
     for (int j = 0; j < LOADS; ++j)
 #pragma unroll
       for (int r = 0; r < ROWS; ++r) acc[j][r] = 0.f;
-    for (int c = sub; c < chunks; c += lanes) {
-      const int kk = 8 * c, valid = depth - kk;  // elements of the chunk inside the slice
-      uint4 v[LOADS];
+    for (int c0 = sub; c0 < chunks; c0 += lanes * DEPTH) {
+      uint4 v[DEPTH][LOADS];
 #pragma unroll
-      for (int j = 0; j < LOADS; ++j) {
-        const int n = base + group + j * groups;
-        v[j] = n < N && n < col0 + (warp + 1) * warp_cols
-                   ? load_chunk(B + static_cast<long long>(n) * ldb + k0 + kk, valid)
-                   : make_uint4(0, 0, 0, 0);
-      }
-      float a[ROWS][8];
+      for (int u = 0; u < DEPTH; ++u) {
+        const int c = c0 + u * lanes, kk = 8 * c;
 #pragma unroll
-      for (int r = 0; r < ROWS; ++r) {
-        const float4 lo = *reinterpret_cast<const float4*>(As + r * KS_MAX + kk);
-        const float4 hi = *reinterpret_cast<const float4*>(As + r * KS_MAX + kk + 4);
-        a[r][0] = lo.x, a[r][1] = lo.y, a[r][2] = lo.z, a[r][3] = lo.w;
-        a[r][4] = hi.x, a[r][5] = hi.y, a[r][6] = hi.z, a[r][7] = hi.w;
+        for (int j = 0; j < LOADS; ++j) {
+          const int n = base + group + j * groups;
+          v[u][j] = c < chunks && n < warp_end ? load_chunk(B + static_cast<long long>(n) * ldb + k0 + kk, depth - kk)
+                                               : make_uint4(0, 0, 0, 0);
+        }
       }
 #pragma unroll
-      for (int j = 0; j < LOADS; ++j) {
-        float bf[8];
-        to_float8(v[j], bf, T());
+      for (int u = 0; u < DEPTH; ++u) {
+        const int c = c0 + u * lanes, kk = 8 * c;
+        if (c >= chunks) break;  // this lane's chunks are done (its later u too)
 #pragma unroll
-        for (int e = 0; e < 8; ++e)
+        for (int r = 0; r < ROWS; ++r) {
+          if (r >= rows) break;  // rows past M add nothing
+          float a[8];
+          to_float8(load_chunk_any(A + static_cast<long long>(row0 + r) * lda + k0 + kk, depth - kk, a_vec), a, T());
 #pragma unroll
-          for (int r = 0; r < ROWS; ++r) acc[j][r] = fmaf(a[r][e], bf[e], acc[j][r]);
+          for (int j = 0; j < LOADS; ++j) {
+            float bf[8];
+            to_float8(v[u][j], bf, T());
+#pragma unroll
+            for (int e = 0; e < 8; ++e) acc[j][r] = fmaf(a[e], bf[e], acc[j][r]);
+          }
+        }
       }
     }
 #pragma unroll
@@ -176,7 +190,7 @@ __device__ __forceinline__ void dot_columns(const float* As, const T* __restrict
       for (int r = 0; r < ROWS; ++r)
         for (int off = lanes / 2; off > 0; off /= 2) acc[j][r] += __shfl_xor_sync(0xffffffffu, acc[j][r], off);
       const int n = base + group + j * groups;
-      if (sub != 0 || n >= N || n >= col0 + (warp + 1) * warp_cols) continue;
+      if (sub != 0 || n >= warp_end) continue;
 #pragma unroll
       for (int r = 0; r < ROWS; ++r) {
         if (r >= rows) break;
@@ -196,6 +210,13 @@ __device__ __forceinline__ void gemv(const T* __restrict__ A, const T* __restric
   extern __shared__ float4 smem4[];
   float* const smem = reinterpret_cast<float*>(smem4);
   __shared__ int last_block;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Launched as a programmatic dependent (registry.dependent_launch), the blocks start while
+  // the grid before finishes; nothing is read (A may be its output) or written before it has.
+  // No-ops otherwise. The next grid may start its blocks now: they wait likewise.
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int splits = gridDim.y;
   const int k0 = blockIdx.y * k_per_split, k1 = min(K, k0 + k_per_split), depth = k1 - k0;
@@ -205,9 +226,7 @@ __device__ __forceinline__ void gemv(const T* __restrict__ A, const T* __restric
   const long long split_stride = static_cast<long long>(M) * N;  // partials: [split][row][col]
 
   if constexpr (B_K_MAJOR) {
-    stage_a_rows(smem, A, lda, row0, rows, k0, depth);
-    __syncthreads();
-    dot_columns<T, OutT>(smem, B, C, partials + blockIdx.y * split_stride, N, ldb, ldc, k0, depth, row0, rows, col0);
+    dot_columns<T, OutT>(A, lda, B, C, partials + blockIdx.y * split_stride, N, ldb, ldc, k0, depth, row0, rows, col0);
   } else {
     // A round of a warp: LOADS rows of B, WARPS apart, from row k on (zeros past the slice or N).
     const T* const b = B + col;

@@ -109,6 +109,8 @@ class KernelSpec:
     # in the ordinary choice.
     max_m: int = 0
     grouped: bool = True                 # has a grouped entry point (entry name + "_grouped")
+    # The layouts a config is built for, where not all of `layouts` (None: all of them).
+    config_layouts: Callable[[cfgs.TileConfig], tuple[str, ...]] | None = None
 
     @property
     def dtypes(self) -> tuple[str, ...]:
@@ -163,12 +165,17 @@ class KernelSpec:
         return ((min(units, resident_clusters) * c.cluster_size) if self.persistent else units, 1, 1)
 
 
+def layouts_of(spec: KernelSpec, c: cfgs.TileConfig) -> tuple[str, ...]:
+    """The layouts ("row x row", ...) a config of `spec` is built for."""
+    return spec.config_layouts(c) if spec.config_layouts else spec.layouts
+
+
 def column_layouts(spec: KernelSpec, c: cfgs.TileConfig) -> list[tuple[bool, bool]]:
     """(a_col, b_col) of each column-major build of `spec` a config allows: A is not read
     column-major by swap-AB tiles (their A stage is wgmma's B operand, K-major)."""
     out = []
     for a_col, b_col in ((False, True), (True, False), (True, True)):
-        if layout(a_col, b_col) in spec.layouts and not (a_col and c.swap_ab):
+        if layout(a_col, b_col) in layouts_of(spec, c) and not (a_col and c.swap_ab):
             out.append((a_col, b_col))
     return out
 
