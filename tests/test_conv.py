@@ -313,3 +313,13 @@ def test_a_weights_layout_is_made_once_and_goes_with_the_weight():
     w8 = torch.randn(16, 8, 3, 3, dtype=torch.float16).to(memory_format=torch.channels_last)
     view = conv.laid_out(tma, w8)
     assert view.data_ptr() == w8.data_ptr() and len(conv._layouts) == kept - 1
+
+
+def test_the_im2col_patch_is_what_one_output_row_reads():
+    """gather_columns stages, per output row, the input rows and columns its filters touch:
+    (R-1)*dil_h + 1 rows and (Q-1)*stride_w + (S-1)*dil_w + 1 columns from -pad_w."""
+    stem = conv.Conv(32, 224, 224, 3, 64, 7, 7, (2, 2), (3, 3), (1, 1))
+    assert conv.patch_shape(stem) == (7, 229) and stem.q == 112
+    assert 7 * 229 * 3 * 2 <= conv.IM2COL_PATCH_BYTES  # the stem's patch takes the kernel
+    dilated = conv.Conv(1, 12, 12, 4, 8, 3, 3, (1, 1), (0, 0), (2, 2))
+    assert dilated.q == 8 and conv.patch_shape(dilated) == (5, 12)

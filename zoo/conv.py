@@ -144,39 +144,57 @@ def flat_columns(x: torch.Tensor, shape: Conv) -> torch.Tensor:
 IM2COL_SOURCE = cuda.KERNELS_DIR / "common" / "im2col.cu"
 IM2COL_MAX_K = 2048  # ZOO_IM2COL_MAX_K: columns (R*S*C) the kernel tabulates in shared memory
 IM2COL_THREADS = 256
+# The input patch one output row reads, in dynamic shared memory: at most this much (with the
+# 8 KB column table, under the 48 KB every arch gives a block without opting in). The stem's
+# is 9.6 KB.
+IM2COL_PATCH_BYTES = 32 << 10
+GRID_Y = 65535  # CUDA's limit on the grid's y (the images)
 
 
 class Im2col(ctypes.Structure):
-    """ZooIm2col (kernels/common/im2col.cu), passed by value: the geometry and x's strides."""
+    """ZooIm2col (kernels/common/im2col.cu), passed by value: the geometry, x's strides and the
+    input patch of one output row."""
     _fields_ = [(name, ctypes.c_longlong) for name in ("rows", "sn", "sh", "sw", "sc")] + \
         [(name, ctypes.c_int) for name in ("H", "W", "C", "P", "Q", "S", "k", "k_chunks", "stride_h",
-                                           "stride_w", "pad_h", "pad_w", "dil_h", "dil_w")]
+                                           "stride_w", "pad_h", "pad_w", "dil_h", "dil_w", "patch_rows",
+                                           "patch_cols")]
 
 
 @functools.lru_cache(maxsize=None)
-def _im2col_function(device_index: int) -> cuda.Function:
+def _im2col_function(device_index: int, patch_bytes: int) -> cuda.Function:
     cubin = cuda.compile_cubin(IM2COL_SOURCE, arch.device_arch(gemm.device_limits(device_index).cc), {},
                                kernel="zoo_im2col")
-    return cuda.load_function(device_index, cubin, "zoo_im2col", 0, kernel="zoo_im2col")
+    return cuda.load_function(device_index, cubin, "zoo_im2col", patch_bytes, kernel="zoo_im2col")
+
+
+def patch_shape(shape: Conv) -> tuple[int, int]:
+    """(rows, columns) of the input patch one output row of the im2col matrix reads."""
+    (dh, dw), (_, sw) = shape.dilation, shape.stride
+    return (shape.r - 1) * dh + 1, (shape.q - 1) * sw + (shape.s - 1) * dw + 1
 
 
 def gather_columns(x: torch.Tensor, shape: Conv) -> torch.Tensor:
     """flat_columns's matrix, gathered on the GPU by kernels/common/im2col.cu in one launch on
     torch's current stream, x read in place through its strides (NCHW or channels-last);
-    flat_columns itself for a CPU x or more than IM2COL_MAX_K columns."""
-    if not x.is_cuda or shape.gemm_k > IM2COL_MAX_K:
-        return flat_columns(x, shape)
+    flat_columns itself for a CPU x, more than IM2COL_MAX_K columns, an input patch over
+    IM2COL_PATCH_BYTES, more than GRID_Y images, or an image the kernel's 32-bit offsets
+    cannot index."""
     k = flat_k(shape)
-    cols = torch.empty((shape.gemm_m, k), dtype=x.dtype, device=x.device)
     sn, sc, sh, sw = x.stride()
+    image_extent = (shape.height - 1) * sh + (shape.width - 1) * sw + (shape.channels - 1) * sc
+    rows, cols_in = patch_shape(shape)
+    patch_bytes = -(-rows * cols_in * shape.channels * x.element_size() // 4096) * 4096  # few distinct loads
+    if not x.is_cuda or shape.gemm_k > IM2COL_MAX_K or patch_bytes > IM2COL_PATCH_BYTES or shape.images > GRID_Y \
+            or image_extent >= 2 ** 31 or shape.q * (k // CHANNEL_ALIGN) >= 2 ** 31:
+        return flat_columns(x, shape)
+    cols = torch.empty((shape.gemm_m, k), dtype=x.dtype, device=x.device)
     g = Im2col(shape.gemm_m, sn, sh, sw, sc, shape.height, shape.width, shape.channels, shape.p, shape.q,
-               shape.s, shape.gemm_k, k // CHANNEL_ALIGN, *shape.stride, *shape.padding, *shape.dilation)
+               shape.s, shape.gemm_k, k // CHANNEL_ALIGN, *shape.stride, *shape.padding, *shape.dilation,
+               rows, cols_in)
     args = cuda.PackedArgs([(x.data_ptr(), cuda.POINTER), (cols.data_ptr(), cuda.POINTER), (g, cuda.BY_VALUE)])
     device_index = x.device.index if x.device.index is not None else torch.cuda.current_device()
-    blocks = min(-(-shape.gemm_m * (k // CHANNEL_ALIGN) // IM2COL_THREADS),
-                 8 * gemm.device_limits(device_index).sm_count)  # a grid-stride loop past that
-    _im2col_function(device_index).launch((blocks, 1, 1), IM2COL_THREADS, args, gemm.current_stream(device_index),
-                                          device_index)
+    _im2col_function(device_index, patch_bytes).launch((shape.p, shape.images, 1), IM2COL_THREADS, args,
+                                                       gemm.current_stream(device_index), device_index)
     return cols
 
 

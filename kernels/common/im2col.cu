@@ -7,58 +7,82 @@
 // 16-byte chunks). x is read through its strides (NCHW or channels-last, in place), 16 bits
 // an element (fp16 and bf16 alike).
 //
-// Launch: any grid of 256-thread blocks; the threads take (row, chunk) pairs in turn, each
-//   gathering the chunk's 8 elements and writing them as one 16-byte store, so the matrix is
-//   written in whole, coalesced chunks. A block first tabulates each column's filter offsets
-//   and channel (k <= ZOO_IM2COL_MAX_K columns) in shared memory, so a chunk costs a few
-//   divisions per row, not per element. torch's strided copy wrote this matrix at ~0.6 TB/s
-//   on an H200 (NOTES.md, "A flat K for small channel counts").
+// Launch: grid (P, N), 256 threads, patch_bytes of dynamic shared memory: a block writes the
+//   Q rows of one output row (n, p). It first copies the input patch that row reads (the
+//   (R-1)*dil_h + 1 input rows from p * stride_h - pad_h, the columns from -pad_w, all C
+//   channels; zero in the padding) into shared memory, channels innermost, reading x in
+//   coalesced runs where x is channels-last; then each thread takes one chunk of every few
+//   rows q, gathers its 8 elements from the patch through their offsets in it (a table, read
+//   once into registers), and writes them as one 16-byte store (the block's rows are
+//   consecutive: whole, coalesced chunks). The first build gathered each element from global
+//   memory (a warp's scalar load touched a dozen sectors) and counted in 64 bits (divisions
+//   emulated in software): no faster than torch's strided copy (NOTES.md, "A flat K for small
+//   channel counts").
 
 #define ZOO_IM2COL_MAX_K 2048
 
-// The convolution's geometry and x's strides (elements), passed by value (zoo/conv.py, Im2col).
+// The convolution's geometry, x's strides (elements) and the patch, by value (zoo/conv.py, Im2col).
 struct ZooIm2col {
   long long rows;           // N * P * Q
   long long sn, sh, sw, sc; // x's strides: image, row, column, channel
   int H, W, C, P, Q, S;
   int k, k_chunks;          // R * S * C; 16-byte chunks a row of the matrix
   int stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
+  int patch_rows, patch_cols;  // the input rows and columns one output row reads
 };
 
 extern "C" __global__ void __launch_bounds__(256)
     zoo_im2col(const unsigned short* __restrict__ x, uint4* __restrict__ cols, const ZooIm2col g) {
-  __shared__ int tap_h[ZOO_IM2COL_MAX_K], tap_w[ZOO_IM2COL_MAX_K];
-  __shared__ long long channel[ZOO_IM2COL_MAX_K];
+  extern __shared__ unsigned short patch[];   // [patch_rows][patch_cols][C]
+  __shared__ int offset[ZOO_IM2COL_MAX_K];    // column -> its element's place in the patch, at q = 0
+  const int p = blockIdx.x, n = blockIdx.y;
+  const int row_pitch = g.patch_cols * g.C;
   for (int col = threadIdx.x; col < g.k; col += blockDim.x) {
     const int tap = col / g.C, c = col - tap * g.C, r = tap / g.S, s = tap - r * g.S;
-    tap_h[col] = r * g.dil_h;
-    tap_w[col] = s * g.dil_w;
-    channel[col] = c * g.sc;
+    offset[col] = r * g.dil_h * row_pitch + s * g.dil_w * g.C + c;
+  }
+  const unsigned short* const image = x + n * g.sn;
+  const int h_first = p * g.stride_h - g.pad_h, w_first = -g.pad_w;
+  // Offsets within an image fit 32 bits (the host checks). ncu on the stem: the copy's index
+  // arithmetic (two divisions and 64-bit products an element) kept the SM 78% busy, so a
+  // channels-last row, one run of x, is copied by position alone.
+  const int sh = static_cast<int>(g.sh), sw = static_cast<int>(g.sw), sc = static_cast<int>(g.sc);
+  const bool run = sc == 1 && sw == g.C;
+  const int lo = -w_first * g.C, hi = (g.W - w_first) * g.C;  // a row's elements inside the image
+  for (int rr = 0; rr < g.patch_rows; ++rr) {
+    const int h = h_first + rr;
+    unsigned short* const dst = patch + rr * row_pitch;
+    const bool inside = h >= 0 && h < g.H;
+    const unsigned short* const src = image + h * sh;
+    for (int j = threadIdx.x; j < row_pitch; j += blockDim.x) {
+      unsigned short v = 0;
+      if (inside && j >= lo && j < hi) {
+        if (run) {
+          v = __ldg(src + w_first * g.C + j);
+        } else {
+          const int cc = j / g.C, c = j - cc * g.C;
+          v = __ldg(src + (w_first + cc) * sw + c * sc);
+        }
+      }
+      dst[j] = v;
+    }
   }
   __syncthreads();
-  const long long pairs = g.rows * g.k_chunks;
-  const int pq = g.P * g.Q;
-  for (long long i = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; i < pairs;
-       i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const long long row = i / g.k_chunks;
-    const int chunk = static_cast<int>(i - row * g.k_chunks);
-    const long long n = row / pq;
-    const int pix = static_cast<int>(row - n * pq), p = pix / g.Q, q = pix - p * g.Q;
-    const int h0 = p * g.stride_h - g.pad_h, w0 = q * g.stride_w - g.pad_w;
-    const unsigned short* const image = x + n * g.sn;
-    unsigned short v[8];
+  // Thread t keeps chunk t % k_chunks of every `per_pass`-th row: its 8 columns' offsets stay in
+  // registers, and a warp's lanes still write consecutive chunks.
+  const int per_pass = blockDim.x / g.k_chunks;  // rows a pass of the block writes (k_chunks <= 256)
+  if (threadIdx.x >= per_pass * g.k_chunks) return;
+  const int chunk = threadIdx.x % g.k_chunks;
+  int at[8];
 #pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      const int col = chunk * 8 + e;
-      v[e] = 0;
-      if (col < g.k) {
-        const int h = h0 + tap_h[col], w = w0 + tap_w[col];
-        if (h >= 0 && h < g.H && w >= 0 && w < g.W) v[e] = image[h * g.sh + w * g.sw + channel[col]];
-      }
-    }
-    unsigned word[4];
+  for (int e = 0; e < 8; ++e) at[e] = chunk * 8 + e < g.k ? offset[chunk * 8 + e] : -1;
+  uint4* const out = cols + (static_cast<long long>(n) * g.P + p) * g.Q * g.k_chunks + chunk;
+  for (int q = threadIdx.x / g.k_chunks; q < g.Q; q += per_pass) {
+    const unsigned short* const row = patch + q * g.stride_w * g.C;
+    unsigned word[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
-    for (int e = 0; e < 4; ++e) word[e] = v[2 * e] | (static_cast<unsigned>(v[2 * e + 1]) << 16);
-    cols[i] = make_uint4(word[0], word[1], word[2], word[3]);
+    for (int e = 0; e < 8; ++e)
+      if (at[e] >= 0) word[e / 2] |= static_cast<unsigned>(row[at[e]]) << (16 * (e % 2));
+    out[static_cast<long long>(q) * g.k_chunks] = make_uint4(word[0], word[1], word[2], word[3]);
   }
 }
