@@ -323,3 +323,15 @@ def test_the_im2col_patch_is_what_one_output_row_reads():
     assert 7 * 229 * 3 * 2 <= conv.IM2COL_PATCH_BYTES  # the stem's patch takes the kernel
     dilated = conv.Conv(1, 12, 12, 4, 8, 3, 3, (1, 1), (0, 0), (2, 2))
     assert dilated.q == 8 and conv.patch_shape(dilated) == (5, 12)
+
+
+def test_convolutions_of_64_channels_or_fewer_take_the_64_wide_tile():
+    """sm_90a: a convolution of at most CONV_NARROW_MAX_N output channels runs on the 64-wide
+    conv tile (measured faster on ResNet-50's 64-channel layers, NOTES.md); wider ones keep
+    the automatic 128/256-wide choice."""
+    lim = arch.offline("sm_90a")
+    for n, k in ((64, 64), (64, 576), (32, 1152)):
+        cfg = registry.select(lim, registry.Problem(100352, n, k), op="conv")[1]
+        assert cfg.name == "128x64pp" and cfg.narrow, (n, k)
+    for n in (65, 128, 256):
+        assert registry.select(lim, registry.Problem(100352, n, 576), op="conv")[1].block_n > 64

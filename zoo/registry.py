@@ -242,7 +242,8 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
     chosen = next(c for c in preferred if costs[c] <= cheapest * (1 + WAVE_SLACK))
     chosen = pingpong_choice(spec, preferred, costs, limits, problem, chosen, group)
     if narrow and not group:
-        chosen = narrow_choice(spec, narrow, limits, problem, chosen)
+        chosen = conv_narrow_choice(narrow, problem, chosen) if spec.op == "conv" else \
+            narrow_choice(spec, narrow, limits, problem, chosen)
     if swapped and not group and not chosen.narrow:
         chosen = swap_ab_choice(spec, swapped, limits, problem, chosen)
     if spec.tma_boxes and not group and not chosen.swap_ab and b_rows_off_sectors(problem) and \
@@ -252,6 +253,22 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
                      replace(c, name=chosen.name, cluster_m=chosen.cluster_m, stream_k=chosen.stream_k) == chosen),
                     chosen)
     return chosen
+
+
+# A convolution of at most CONV_NARROW_MAX_N output channels on a 64-wide conv tile (128x64pp),
+# measured with `zoo tune --conv resnet50` on an H200 against the automatic 128-wide choice
+# (NOTES.md, "64-wide conv tiles"): ResNet-50's 1x1 64->64 at 56x56 11.3 us against 15.4
+# (cuDNN 11.2), 3x3 64->64 28.0 against 43.0 (cuDNN 31.0), 1x1 256->64 21.7 against 25.8
+# (cuDNN 21.7).
+CONV_NARROW_MAX_N = 64
+
+
+def conv_narrow_choice(narrow: list[cfgs.TileConfig], problem: Problem, chosen: cfgs.TileConfig) -> cfgs.TileConfig:
+    """The first narrow conv tile as wide as the output channels instead of `chosen`, for a
+    convolution of at most CONV_NARROW_MAX_N of them; else `chosen`."""
+    if problem.n > CONV_NARROW_MAX_N:
+        return chosen
+    return next((c for c in narrow if c.block_n >= problem.n), chosen)
 
 
 def pingpong_choice(spec: KernelSpec, preferred: list[cfgs.TileConfig], costs: dict, limits: ArchLimits,
