@@ -55,6 +55,22 @@ def test_conv_cases(spec, case):
 
 
 @pytest.mark.parametrize("spec", KERNELS, ids=IDS)
+def test_every_conv_config(spec):
+    """Each config of each conv kernel (those the automatic choice never takes too: the
+    64-wide tiles that zoo tune and conv_narrow_choice pick), on a padded 3x3 and on channel
+    counts off 8."""
+    from zoo import configs
+    lim = gemm.device_limits(torch.cuda.current_device())
+    for cfg in (c for c in spec.configs if not configs.problems(c, spec, lim)):
+        for case in (CASES[0], CASES[2]):
+            n, c, h, w, k, r, s, stride, padding, dilation = case
+            shape = conv.Conv(n, h, w, c, k, r, s, (stride,) * 2, (padding,) * 2, (dilation,) * 2)
+            x, wt = conv.inputs(shape, torch.float16, torch.Generator(device="cuda").manual_seed(3))
+            y = zoo.conv2d(x, wt, None, stride, padding, dilation, kernel=spec.name, config=cfg.name)
+            assert conv.verify(x, wt, y, shape).ok, (cfg.name, shape.describe())
+
+
+@pytest.mark.parametrize("spec", KERNELS, ids=IDS)
 def test_conv_layouts_dtypes_bias(spec):
     case = CASES[1]
     run_case(spec, case, channels_last=False)             # NCHW input: converted
