@@ -23,12 +23,13 @@ def test_compiles_with_its_signature_and_fits(target, spec, cfg):
         pytest.skip(f"{cfg.name} does not fit {target}: {configs.problems(cfg, spec, lim)}")
     report = build.build_and_check(spec, cfg, lim)
     grouped = ("", "_grouped") if spec.op == "gemm" and spec.grouped else ("",)  # conv and streaming kernels have none
+    built_for = registry.layouts_of(spec, cfg)  # a config may be built for some layouts only (the narrow gemv)
     assert {e.function for e in report.entries if "^T" not in e.dtypes} == \
-        {f + g for f in spec.entry.values() for g in grouped}
+        ({f + g for f in spec.entry.values() for g in grouped} if layout(False, False) in built_for else set())
     for a_col, b_col in ((False, True), (True, False), (True, True)):  # the builds reading operands column-major
         built = {e.function for e in report.entries if e.dtypes.endswith(build.layout_label(a_col, b_col))
                  and e.dtypes.count("^T") == a_col + b_col}
-        wanted = layout(a_col, b_col) in spec.layouts and not (a_col and cfg.swap_ab)
+        wanted = layout(a_col, b_col) in built_for and not (a_col and cfg.swap_ab)
         assert built == (set(spec.entry.values()) if wanted else set()), layout(a_col, b_col)
     for e in report.entries:
         assert e.problems == (), f"{e.function}: {e.problems}"
