@@ -40,6 +40,16 @@ def test_what_the_streaming_kernel_is_not_chosen_for():
         registry.select(arch.offline("sm_75"), Problem(1, 4096, 4096, "bfloat16", "bfloat16"))
 
 
+def test_the_streaming_kernel_waits_but_does_not_chain():
+    """It waits for the grid before it on sm_90 (pdl), but takes no `independent` argument:
+    the streams mode gives it a stream per GEMM, not two chains of GEMMs started under one
+    another (which only the sm90 kernel can run)."""
+    from zoo import batched
+    assert GEMV.pdl and not GEMV.chains and registry.SM90_GEMM.chains
+    assert batched.stream_count(None, 10, GEMV.chains) == 10
+    assert batched.stream_count(None, 10, registry.SM90_GEMM.chains) == batched.CHAINED_STREAMS
+
+
 def test_hopper_decodes_one_row_against_a_small_weight_on_narrow_blocks():
     """sm_90: the narrow K-major blocks for one row of x @ W^T against a weight of at most
     DECODE_MAX_B_BYTES (measured faster than the swap-AB tiles there, NOTES.md); more rows, a

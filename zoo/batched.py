@@ -147,7 +147,7 @@ def _table(plan: _Plan) -> None:
 
 
 MAX_STREAMS = 32  # the streams mode's pool per device; more GEMMs than this share streams
-# The streams mode's default for kernels whose launches chain (KernelSpec.pdl): two streams,
+# The streams mode's default for kernels whose launches chain (KernelSpec.chains): two streams,
 # each a chain of GEMMs in which a GEMM starts under the one before (an independent
 # programmatic dependent). Two chains interleave on the GPU (their grids start in pairs), a
 # chain link costs ~1 us, and a further stream is a further graph branch, which starts later:
@@ -179,7 +179,7 @@ def _run(plan: _Plan, mode: str, streams: int | None) -> None:
         o.zero_()
     if mode == "streams":
         if plan.launches is None:
-            plan.pool = _pool(plan.device_index, stream_count(streams, len(plan.problems), plan.spec.pdl))
+            plan.pool = _pool(plan.device_index, stream_count(streams, len(plan.problems), plan.spec.chains))
             plan.launches = _streams_launches(plan, len(plan.pool))
             plan.fork = _stream_fork(plan.device_index, [s.cuda_stream for s in plan.pool])
         _fire_streams(plan.launches, plan.fork)
@@ -204,7 +204,7 @@ def _streams_launches(plan: _Plan, streams: int) -> list[gemm.Launch]:
     at once and a ping-pong CTA hides its first tile's epilogue under its second's MMAs."""
     units = sum(registry.stacks(plan.cfg, c.shape[0], c.shape[1]) for _, _, c, *_ in plan.problems)
     return [gemm.plan_launch(plan.spec, plan.cfg, plan.device_index, *p, shared_units=units,
-                             independent=plan.spec.pdl and i >= streams)
+                             independent=plan.spec.chains and i >= streams)
             for i, p in enumerate(plan.problems)]
 
 

@@ -148,7 +148,6 @@ IM2COL_THREADS = 256
 # 8 KB column table, under the 48 KB every arch gives a block without opting in). The stem's
 # is 9.6 KB.
 IM2COL_PATCH_BYTES = 32 << 10
-GRID_Y = 65535  # CUDA's limit on the grid's y (the images)
 
 
 class Im2col(ctypes.Structure):
@@ -177,15 +176,15 @@ def gather_columns(x: torch.Tensor, shape: Conv) -> torch.Tensor:
     """flat_columns's matrix, gathered on the GPU by kernels/common/im2col.cu in one launch on
     torch's current stream, x read in place through its strides (NCHW or channels-last);
     flat_columns itself for a CPU x, more than IM2COL_MAX_K columns, an input patch over
-    IM2COL_PATCH_BYTES, more than GRID_Y images, or an image the kernel's 32-bit offsets
+    IM2COL_PATCH_BYTES, more images than a grid's y holds, or an image the kernel's 32-bit offsets
     cannot index."""
     k = flat_k(shape)
     sn, sc, sh, sw = x.stride()
     image_extent = (shape.height - 1) * sh + (shape.width - 1) * sw + (shape.channels - 1) * sc
     rows, cols_in = patch_shape(shape)
-    patch_bytes = -(-rows * cols_in * shape.channels * x.element_size() // 4096) * 4096  # few distinct loads
-    if not x.is_cuda or shape.gemm_k > IM2COL_MAX_K or patch_bytes > IM2COL_PATCH_BYTES or shape.images > GRID_Y \
-            or image_extent >= 2 ** 31 or shape.q * (k // CHANNEL_ALIGN) >= 2 ** 31:
+    patch_bytes = -(-rows * cols_in * shape.channels * x.element_size() // 4096) * 4096  # 4 KB steps: few loads of the function
+    if not x.is_cuda or shape.gemm_k > IM2COL_MAX_K or patch_bytes > IM2COL_PATCH_BYTES \
+            or shape.images > cuda.GRID_YZ_MAX or image_extent >= 2 ** 31 or shape.q * (k // CHANNEL_ALIGN) >= 2 ** 31:
         return flat_columns(x, shape)
     cols = torch.empty((shape.gemm_m, k), dtype=x.dtype, device=x.device)
     g = Im2col(shape.gemm_m, sn, sh, sw, sc, shape.height, shape.width, shape.channels, shape.p, shape.q,

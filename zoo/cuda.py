@@ -642,6 +642,9 @@ class Function:
         return n
 
 
+GRID_YZ_MAX = 65535  # CUDA's limit on a grid's y and z dimensions
+
+
 def load_function(device_index: int, cubin: Cubin, name: str, smem_bytes: int, *,
                   kernel: str | None = None, config: str | None = None) -> Function:
     """Load (once per device and cubin) and look up an extern "C" kernel by name; its max

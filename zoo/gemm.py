@@ -619,7 +619,7 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
     same time (the streams mode), whose units add up to this: a grid under one wave is left as
     it is, not split along K (nor given a stream-K tail) to fill it, and a persistent kernel's
     grid takes its share of the GPU (registry.shared_clusters). splits: K slices by hand (zoo
-    tune), instead of the registry's rule. independent (kernels with spec.pdl; no split-K): the
+    tune), instead of the registry's rule. independent (kernels with spec.chains; no split-K): the
     launch follows another on its stream whose output it neither reads nor writes (the streams
     mode's next GEMM): it goes as that one's programmatic dependent and starts without waiting
     for it (NOTES.md, "The streams mode's launches"). a_col, b_col: a, b read column-major
@@ -644,7 +644,7 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
             splits = registry.split_k(spec, cfg, m, n, k, resident, batch,
                                       device_limits(device_index).dram_gbps) if alone else 1
         tail = registry.stream_k_tiles(spec, cfg, m, n, k, resident, batch) if alone and splits == 1 else 0
-        if independent and (not spec.pdl or splits > 1 or tail):  # the per-stream workspace is not for two grids at once
+        if independent and (not spec.chains or splits > 1 or tail):  # the per-stream workspace is not for two grids at once
             raise ZooError(f"{spec.name} [{cfg.name}]: only a launch without split-K, of a kernel that "
                            "waits for the grid before it, can overlap it")
         grid = spec.grid(cfg, m, n, resident, splits, batch)

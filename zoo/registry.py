@@ -14,7 +14,7 @@ from .cuda import ZooError
 from .sass import occupancy
 from .specs import KERNELS, ELEMENT_BYTES, KernelSpec, stacks  # noqa: F401 - re-exported
 from .specs.base import Problem, layout, layouts_of  # noqa: F401 - re-exported
-from .specs.gemv import GEMV_GRID_YZ, k_major_only
+from .specs.gemv import k_major_only
 from .specs import (SM75_CONV, SM75_GEMV, SM75_HGEMM, SM75_HMMA, SM75_SGEMM, SM80_CONV, SM80_GEMM,  # noqa: F401
                     SM90_CONV, SM90_GEMM, SM90_TF32)
 
@@ -434,7 +434,7 @@ def skinny_choice(limits: ArchLimits, problem: Problem, chosen: KernelSpec) -> K
 # streaming its slice), no more slices than make STREAM_MIN_SLICE rows of B each, none over
 # the config's block_k rows, and at most MAX_GRID_Y of them (the grid's y dimension).
 STREAM_MIN_SLICE = 64
-MAX_GRID_Y = GEMV_GRID_YZ
+MAX_GRID_Y = cuda.GRID_YZ_MAX
 
 
 def stream_splits(c: cfgs.TileConfig, m: int, n: int, k: int, resident_blocks: int) -> tuple[int, int]:

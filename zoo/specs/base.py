@@ -75,6 +75,10 @@ class KernelSpec:
     # kernel waits for that grid (griddepcontrol.wait) before touching global memory, so its
     # launch and set-up can overlap that grid's last tiles (registry.dependent_launch: when).
     pdl: bool = False
+    # Takes an `independent` argument: a launch that follows another on its stream and shares
+    # no output with it may start without waiting for it (the streams mode's chains). Only
+    # with pdl.
+    chains: bool = False
     split_k: bool = False                # can cut K into units reduced through a workspace
     # Whether a config adds a bias vector (C's dtype, one value per column) in fp32 before C's
     # rounding: a pointer argument right after C (0: none). Else the bias is added after.

@@ -13,7 +13,6 @@ from .base import KernelSpec
 GEMV_LANE_COLS = 8       # a lane's columns: one 16-byte chunk of a B row (K-major: of a B^T row)
 GEMV_BLOCK_COLS = 256    # BN in the kernel for a row-major B: 32 lanes x 8 columns
 GEMV_MAX_ROWS = 8        # ROWS x 8 accumulators a lane
-GEMV_GRID_YZ = 65535    # CUDA's limit on grid y (the K slices) and z (row groups of block_m rows)
 
 
 def _gemv_warps(c: cfgs.TileConfig) -> int:
@@ -35,6 +34,14 @@ def _gemv_smem(c: cfgs.TileConfig) -> int:
     fp32, or (reused) one row of the warps' sums, whichever is larger; none for a narrow block
     (its K-major build reads A from global memory)."""
     return 0 if k_major_only(c) else max(c.block_k * c.block_m, _gemv_warps(c) * c.block_n) * 4
+
+
+def _gemv_thread_layout(c: cfgs.TileConfig) -> tuple[int, str]:
+    warps = max(_gemv_warps(c), 1)
+    if k_major_only(c):
+        return c.threads, f"{warps} warps, each {c.block_n // warps} columns of a K-major B (up to 32 lanes a column)"
+    return c.threads, (f"{warps} warps along K, each all {c.block_n} columns "
+                       f"(K-major B: each {c.block_n // warps} columns, up to 32 lanes a column)")
 
 
 def _gemv_rules(c: cfgs.TileConfig) -> list[str]:
@@ -76,10 +83,7 @@ SM75_GEMV = KernelSpec(
     # Waits for the grid before it on sm_90 (griddepcontrol.wait, compiled there only): a
     # decoding GEMM's launch overlaps the op before it (registry.dependent_launch).
     pdl=True,
-    thread_layout=lambda c: (c.threads, f"{c.threads // 32} warps, each {c.block_n // max(c.threads // 32, 1)} "
-                                        "columns of a K-major B (up to 32 lanes a column)" if k_major_only(c) else
-                                        f"{c.threads // 32} warps along K, each all {c.block_n} columns "
-                                        f"(K-major B: each {c.block_n // max(c.threads // 32, 1)} columns, up to 32 lanes a column)"),
+    thread_layout=_gemv_thread_layout,
     max_m=GEMV_MAX_ROWS,
     grouped=False,
     pipeline="rounds of {stages} 16-byte loads of B per lane, the next round loaded into registers while "

@@ -192,7 +192,7 @@ SM90_GEMM = KernelSpec(
     thread_layout=_sm90_threads, launch_registers=_sm90_launch_registers, persistent=True,
     # pdl: they wait for the grid before them (ACQBULK above); registry.dependent_launch
     # says which launches overlap it (NOTES.md, "Programmatic dependent launch").
-    cluster_sizes=(1, 2, 4), split_k=True, stream_k=True, pingpong=True, swap_ab=True, pdl=True,
+    cluster_sizes=(1, 2, 4), split_k=True, stream_k=True, pingpong=True, swap_ab=True, pdl=True, chains=True,
     bias_epilogue=_sm90_bias_epilogue,
     # Measured on an H100 (1 x 4096 x K and 16 x 1024 x 4096, forced slice counts; NOTES.md,
     # "The split-K tail"): a split launch ends ~2.6 us later than a whole one of the same
