@@ -38,11 +38,12 @@ class ArchLimits:
     dram_gbps: float = 0.0
     peak_fp32_tflops: float = 0.0
     peak_tf32_tflops: float = 0.0
+    peak_fp8_tflops: float = 0.0     # FP8 tensor cores (Hopper): twice the fp16 rate
 
     def peak_tflops(self, math: str = "fp16") -> float:
-        """The datasheet rate of `math`: "fp16" (tensor), "tf32" (tensor) or "fp32" (FFMA)."""
+        """The datasheet rate of `math`: "fp16", "tf32" or "fp8" (tensor) or "fp32" (FFMA)."""
         return {"fp16": self.peak_fp16_tflops, "tf32": self.peak_tf32_tflops,
-                "fp32": self.peak_fp32_tflops}[math]
+                "fp32": self.peak_fp32_tflops, "fp8": self.peak_fp8_tflops}[math]
 
     def ridge(self, math: str = "fp16") -> float:
         """FLOP per DRAM byte above which the math units, not memory, bound a kernel."""
@@ -74,7 +75,7 @@ TABLE: dict[str, ArchLimits] = {
                          regs_per_sm=65536, regs_per_block=65536, max_regs_per_thread=255,
                          max_threads_per_sm=2048, max_blocks_per_sm=32, l2_bytes=50 * 1024 * KIB,
                          sm_clock_mhz=1980, peak_fp16_tflops=989.0, dram_gbps=3350.0,
-                         peak_fp32_tflops=67.0, peak_tf32_tflops=494.7),
+                         peak_fp32_tflops=67.0, peak_tf32_tflops=494.7, peak_fp8_tflops=1979.0),
 }
 OFFLINE_ARCHS = tuple(TABLE)
 

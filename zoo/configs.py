@@ -46,6 +46,7 @@ class TileConfig:
     swap_ab: int = 0  # 1: the MMA computes C^T = B^T A^T, its M along C's columns (sm90, skinny M)
     narrow: int = 0  # 1: out of the wave-cost choice; registry.narrow_choice takes it for skinny M
     stream_k: int = 0  # 1: built with stream-K, for grids whose last wave leaves SMs idle (sm90, no clusters)
+    promote: int = 0  # 1: FP8 partial sums promoted into fp32 accumulators every K-tile (sm90 FP8 build)
 
     @property
     def warps(self) -> int:
@@ -65,11 +66,12 @@ class TileConfig:
                 + (", ping-pong consumers" if self.pingpong else "")
                 + (", swap-AB (C^T tiles)" if self.swap_ab else "")
                 + (", narrow (skinny M only)" if self.narrow else "")
-                + (", stream-K tail" if self.stream_k else ""))
+                + (", stream-K tail" if self.stream_k else "")
+                + (", fp32 promotion" if self.promote else ""))
 
 
 _INT_FIELDS = tuple(f.name for f in fields(TileConfig) if f.name != "name")
-_FLAGS = ("pingpong", "swap_ab", "narrow", "stream_k")  # 0 or 1
+_FLAGS = ("pingpong", "swap_ab", "narrow", "stream_k", "promote")  # 0 or 1
 _REQUIRED = tuple(f.name for f in fields(TileConfig) if f.name not in ("name", "group_m", "cluster_m", "cluster_n") + _FLAGS)
 
 
@@ -132,6 +134,8 @@ def problems(config: TileConfig, kernel: "KernelSpec", limits: "ArchLimits") -> 
         out.append(f"{kernel.name} has no swap-AB variant (swap_ab must be 0)")
     if c.stream_k and not kernel.stream_k:
         out.append(f"{kernel.name} has no stream-K scheduler (stream_k must be 0)")
+    if c.promote and not kernel.promote:
+        out.append(f"{kernel.name} does not promote FP8 partial sums (promote must be 0)")
     if out:  # the kernel's own rules and its smem formula assume the tiling above holds
         return out
     out += kernel.rules(c)

@@ -745,7 +745,9 @@ class PackedArgs:
 
 _TMA_DTYPES = {"float16": ("CU_TENSOR_MAP_DATA_TYPE_FLOAT16", 2),
                "bfloat16": ("CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", 2),
-               "float32": ("CU_TENSOR_MAP_DATA_TYPE_FLOAT32", 4)}
+               "float32": ("CU_TENSOR_MAP_DATA_TYPE_FLOAT32", 4),
+               # FP8 (zoo.scaled_mm): TMA moves bytes; wgmma reads them as e4m3
+               "float8_e4m3fn": ("CU_TENSOR_MAP_DATA_TYPE_UINT8", 1)}
 TMA_SWIZZLE_BYTES = 128  # the kernels' shared-memory tiles use the 128-byte swizzle
 
 

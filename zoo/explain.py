@@ -112,7 +112,7 @@ class Explanation:
     tile_flop_per_byte: float      # one K-step: 2*BM*BN*BK FLOP over (BM+BN)*BK operand bytes
     problem_flop_per_byte: float   # the whole GEMM with A, B read and C written once
     ridge_flop_per_byte: float
-    math: str                      # the units the roofline is drawn for: fp16, tf32 or fp32
+    math: str                      # the units the roofline is drawn for: fp16, tf32, fp8 or fp32
     pipeline: str
     loop: LoopMix | None = None    # the main loop's SASS instruction mix (None: no HMMA loop)
 
@@ -126,6 +126,8 @@ def math_of(spec: KernelSpec, problem: Problem) -> str:
     fp32 on TF32 ones or on the CUDA cores."""
     if spec.max_m:
         return "fp32"
+    if problem.dtype.startswith("float8"):
+        return "fp8"
     if problem.dtype != "float32":
         return "fp16"
     return "tf32" if spec.tf32 else "fp32"

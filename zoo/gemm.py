@@ -160,8 +160,10 @@ def _check_out(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor, m: int, n: i
         raise ZooError(f"out must have unit column stride and non-overlapping rows, got strides {out.stride()}")
 
 
-# The sm_90a entries' bias pointer: the argument after C (maps A, B, C, c_tma, C, bias, ...).
+# The sm_90a entries' bias pointer: the argument after C (maps A, B, C, c_tma, C, bias, ...);
+# the FP8 entries' scale pointers follow it (scale_a, scale_b, four strides, the block flag).
 BIAS_SLOT = 5
+SCALE_SLOTS = (6, 7)
 
 OVERLAP_MESSAGE = "out must not overlap a or b: the kernel reads them while it writes out"
 BIAS_OVERLAP_MESSAGE = "bias must not share memory with out: the kernel reads it while it writes out"
@@ -438,7 +440,7 @@ class Launch:
     def __init__(self, fn: cuda.Function, device_index: int, grid: tuple[int, int, int], threads: int,
                  cluster: int, args: list, split_k: tuple[int, int] | None = None,
                  slots: tuple[int, int, int] | None = None, maps: bool = False, pdl: bool = False,
-                 stream_k: int = 0, bias_slot: int | None = None):
+                 stream_k: int = 0, bias_slot: int | None = None, scale_slots: tuple[int, int] | None = None):
         self.fn, self.device_index, self.grid, self.threads, self.cluster = fn, device_index, grid, threads, cluster
         self.pdl = pdl                  # a programmatic dependent of the grid before it (registry.dependent_launch)
         self.args = cuda.PackedArgs(args)
@@ -451,10 +453,13 @@ class Launch:
         self.stream_k = stream_k        # tail tiles spread along K (registry.stream_k_tiles)
         self.bound: tuple[int, int] | None = None  # the split-K workspace the arguments point at
         self.bias_slot = bias_slot      # BIAS_SLOT where the kernel adds the bias (KernelSpec.bias_epilogue)
+        self.scale_slots = scale_slots  # a scaled GEMM's scale_a and scale_b pointers (SCALE_SLOTS)
 
-    def fire_at(self, a_ptr: int, b_ptr: int, c_ptr: int, bias_ptr: int = 0, stream: int | None = None) -> None:
-        """Launch at these addresses (bias_ptr: 0 for none; kernels with bias_slot) on
-        `stream`, a raw stream handle (default: torch's current stream of the device)."""
+    def fire_at(self, a_ptr: int, b_ptr: int, c_ptr: int, bias_ptr: int = 0, stream: int | None = None,
+                scale_ptrs: tuple[int, int] | None = None) -> None:
+        """Launch at these addresses (bias_ptr: 0 for none; kernels with bias_slot; scale_ptrs:
+        a scaled GEMM's scale_a and scale_b) on `stream`, a raw stream handle (default: torch's
+        current stream of the device)."""
         with self.lock:
             args, (ia, ib, ic) = self.args, self.slots
             if self.maps:
@@ -468,6 +473,9 @@ class Launch:
             args.set(ic, c_ptr)
             if self.bias_slot is not None:
                 args.set(self.bias_slot, bias_ptr)
+            if scale_ptrs is not None:
+                args.set(self.scale_slots[0], scale_ptrs[0])
+                args.set(self.scale_slots[1], scale_ptrs[1])
             self._fire(stream)
 
     def fire(self, stream: int | None = None) -> None:
@@ -611,7 +619,8 @@ def launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor
 def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.Tensor,
                 b: torch.Tensor, c: torch.Tensor, k: int, lda: int, ldb: int, *,
                 shared_units: int | None = None, splits: int | None = None,
-                independent: bool = False, a_col: bool = False, b_col: bool = False) -> Launch:
+                independent: bool = False, a_col: bool = False, b_col: bool = False,
+                scales: tuple | None = None) -> Launch:
     """`launch`'s work before the launch itself (compile on first use, grid, split-K, tensor
     maps, arguments): what a repeated call can keep. TMA kernels also take a batch of
     same-shape GEMMs in one launch: a, b and c 3-D (the batch first, uniform strides), lda and
@@ -623,7 +632,9 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
     launch follows another on its stream whose output it neither reads nor writes (the streams
     mode's next GEMM): it goes as that one's programmatic dependent and starts without waiting
     for it (NOTES.md, "The streams mode's launches"). a_col, b_col: a, b read column-major
-    (their column strides lda, ldb; KernelSpec.layouts)."""
+    (their column strides lda, ldb; KernelSpec.layouts). scales: a scaled GEMM's (spec.op
+    "scaled") scale_a and scale_b addresses, their four strides and the block flag
+    (zoo/scaled.py; the kernel's Scales)."""
     batch = c.shape[0] if c.dim() == 3 else 1
     if batch > 1 and not spec.tma_boxes:
         raise ZooError(f"{spec.name} takes one GEMM per launch; batches go through its grouped entry point")
@@ -668,6 +679,10 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
                     (splits, cuda.INT32), (tail, cuda.INT32), (int(independent), cuda.INT32),
                     (spec.unit_layout(cfg, m, n, k, splits), cuda.BY_VALUE),
                     (0, cuda.POINTER), (0, cuda.POINTER)]  # workspace, counters: per fire
+            if spec.op == "scaled":
+                pa, pb, *strides, block = scales
+                args[SCALE_SLOTS[0]:SCALE_SLOTS[0]] = [(pa, cuda.POINTER), (pb, cuda.POINTER),
+                                                       *((v, cuda.INT32) for v in strides), (block, cuda.INT32)]
         else:
             args = [(a.data_ptr(), cuda.POINTER), (b.data_ptr(), cuda.POINTER), (c.data_ptr(), cuda.POINTER),
                     (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32),
@@ -676,6 +691,7 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
     footprint = batch * ((m * k + k * n) * a.element_size() + m * n * c.element_size())
     return Launch(fn, device_index, grid, cfg.threads, cfg.cluster_size, args, split_k, slots,
                   maps=bool(spec.tma_boxes), stream_k=tail, bias_slot=BIAS_SLOT if spec.bias_epilogue(cfg) else None,
+                  scale_slots=SCALE_SLOTS if spec.op == "scaled" else None,
                   pdl=independent or registry.dependent_launch(spec, device_limits(device_index), footprint))
 
 

@@ -14,7 +14,9 @@ custom ops (torch.library) that torch.compile traces.
   backward; `zoo::mm_out(a, b, out, ...)`, which declares that it writes `out`;
   `zoo::bmm(a, b, out_dtype, kernel_name, config_name) -> Tensor` for (B, M, K) x (B, K, N)
   batches, with its backward; `zoo::conv2d(x, w, bias, stride, padding, dilation, groups,
-  out_dtype, kernel_name, config_name) -> Tensor` (inference: no backward).
+  out_dtype, kernel_name, config_name) -> Tensor` (inference: no backward);
+  `zoo::scaled_mm(a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum, kernel_name,
+  config_name) -> Tensor`, the FP8 GEMM of zoo.scaled_mm (no backward, as torch._scaled_mm).
   The ops keep nothing on the device past a call (no kept table or workspace in a graph's
   pool), so the CUDA graphs of `mode="reduce-overhead"` capture and replay them.
 """
@@ -26,7 +28,7 @@ from typing import Optional
 
 import torch
 
-from . import batched, conv, gemm
+from . import batched, conv, fp8, gemm, scaled
 from .cuda import ZooError
 
 
@@ -224,6 +226,24 @@ def _(x, w, bias, stride, padding, dilation, groups, out_dtype=None, kernel_name
     # conv2d returns an NHWC buffer seen as (N, K, P, Q): channels-last strides.
     return torch.empty((shape.images, shape.out_channels, shape.p, shape.q), dtype=out_dtype, device=x.device,
                        memory_format=torch.channels_last)
+
+
+@torch.library.custom_op("zoo::scaled_mm", mutates_args=())
+def scaled_mm_op(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor,
+                 bias: Optional[torch.Tensor] = None, out_dtype: Optional[torch.dtype] = torch.bfloat16,
+                 use_fast_accum: bool = False, kernel_name: Optional[str] = None,
+                 config_name: Optional[str] = None) -> torch.Tensor:
+    return scaled.scaled_mm(a, b, scale_a, scale_b, bias, out_dtype=out_dtype, use_fast_accum=use_fast_accum,
+                            kernel=kernel_name, config=config_name)
+
+
+@scaled_mm_op.register_fake
+def _(a, b, scale_a, scale_b, bias=None, out_dtype=torch.bfloat16, use_fast_accum=False, kernel_name=None,
+      config_name=None):
+    if out_dtype is None or out_dtype in fp8.FP8_DTYPES:
+        raise ZooError("out_dtype must be torch.bfloat16, torch.float16 or torch.float32")
+    fp8.check_scaled(a, b, scale_a, scale_b, out_dtype, bias)
+    return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype)
 
 
 # ----------------------------------------------------------------------------- DTensor

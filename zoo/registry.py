@@ -16,7 +16,7 @@ from .specs import KERNELS, ELEMENT_BYTES, KernelSpec, stacks  # noqa: F401 - re
 from .specs.base import Problem, layout, layouts_of  # noqa: F401 - re-exported
 from .specs.gemv import k_major_only
 from .specs import (SM75_CONV, SM75_GEMV, SM75_HGEMM, SM75_HMMA, SM75_SGEMM, SM80_CONV, SM80_GEMM,  # noqa: F401
-                    SM90_CONV, SM90_GEMM, SM90_TF32)
+                    SM90_CONV, SM90_FP8, SM90_GEMM, SM90_TF32)
 
 MIN_CC = (7, 5)  # the oldest kernel of the zoo needs Turing tensor cores
 
@@ -107,8 +107,11 @@ def stream_k_tiles(spec: KernelSpec, c: cfgs.TileConfig, m: int, n: int, k: int,
 
 def serves(spec: KernelSpec, c: cfgs.TileConfig, problem: Problem) -> bool:
     """Whether a config has a build for the problem's B: row-major (B as given, or a row-major
-    copy of a column-major B), or K-major in place (KernelSpec.config_layouts)."""
+    copy of a column-major B), or K-major in place (KernelSpec.config_layouts); and for an FP8
+    kernel, whether it promotes its partial sums as the problem asks (KernelSpec.promote)."""
     built = layouts_of(spec, c)
+    if spec.promote and bool(c.promote) != problem.promote:
+        return False
     return layout(False, False) in built or (problem.b_col and layout(False, True) in built)
 
 

@@ -154,3 +154,50 @@ def measure_conv(device_index: int, shape, dtype: str, out_dtype: str, iters: in
                 progress()
         timings = bench.time_side_by_side(fns, sets, warmup, iters, lead_cycles=bench.lead_cycles(limits))
     return _ranked(rows, timings, "cudnn", "cudnn_us")
+
+
+def measure_scaled(device_index: int, m: int, n: int, k: int, recipe: str, out_dtype: torch.dtype,
+                   fast_accum: bool, warmup: int, iters: int, seed: int = 0, graph: bool = True,
+                   config: str | None = None) -> dict:
+    """zoo.scaled_mm against torch._scaled_mm on the same FP8 inputs and scales (zoo.fp8.quantize
+    of Gaussian operands, rows of unlike sizes), side by side (inputs rotated out of L2): each
+    verified against float64 of the dequantized inputs, within 2x torch's own error (the
+    output dtype's rounding where torch's is not finite or refused, as for its blockwise
+    fast accumulation). Returns the timings, errors and the zoo's config."""
+    from . import fp8, scaled
+    limits = gemm.device_limits(device_index)
+    device = f"cuda:{device_index}"
+    gen = torch.Generator(device=device).manual_seed(seed)
+    sets = bench.rotation_sets(m * k + k * n, limits.l2_bytes)
+    inputs = []
+    for _ in range(sets):
+        a = torch.randn(m, k, device=device, generator=gen) * torch.logspace(-1, 1, m, device=device).unsqueeze(1)
+        w = torch.randn(n, k, device=device, generator=gen)
+        inputs.append((*fp8.quantize(a, recipe, operand="a"), *fp8.quantize(w.t(), recipe, operand="b")))
+    zoo_call = lambda i: scaled.scaled_mm(inputs[i][0], inputs[i][2], inputs[i][1], inputs[i][3],  # noqa: E731
+                                          out_dtype=out_dtype, use_fast_accum=fast_accum, config=config)
+    torch_call = lambda i: torch._scaled_mm(inputs[i][0], inputs[i][2], inputs[i][1], inputs[i][3],  # noqa: E731
+                                            out_dtype=out_dtype, use_fast_accum=fast_accum)
+    qa, sa, qb, sb = inputs[0]
+    ref = fp8.dequantize(qa, sa, recipe, "a").double() @ fp8.dequantize(qb, sb, recipe, "b").double()
+    mine = bench.relative_error(zoo_call(0), ref)
+    fns = {"zoo": zoo_call}
+    try:
+        theirs = bench.relative_error(torch_call(0), ref)
+        fns["torch"] = torch_call
+    except RuntimeError:  # torch refuses some (its blockwise recipe: no fast accumulation, no fp32 out)
+        theirs = float("nan")
+    floor = SCALED_FLOOR[out_dtype]
+    bound = 2 * theirs if theirs == theirs and theirs < floor else floor
+    plan = scaled._plans[next(reversed(scaled._plans))]
+    timer = bench.time_side_by_side if graph else bench.wall_side_by_side
+    timings = timer(fns, sets, warmup, iters, **({"graph": True, "lead_cycles": bench.lead_cycles(limits)}
+                                                 if graph else {}))
+    return {"timings": timings, "error": mine, "torch_error": theirs, "bound": bound, "ok": mine <= bound,
+            "kernel": plan.launch.choice[0], "config": plan.launch.choice[1]}
+
+
+# What a scaled GEMM's error may reach where torch's own gives no bound: the rounding of C plus
+# wgmma's accumulation (measured on an H100 and an H200 at K <= 65536: bf16 1.7e-3, fp16
+# 2.4e-4, fp32 1.3e-4 promoted and 5.5e-4 fast; torch's the same where it runs).
+SCALED_FLOOR = {torch.bfloat16: 4e-3, torch.float16: 1e-3, torch.float32: 1e-3}

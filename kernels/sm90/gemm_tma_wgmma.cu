@@ -138,8 +138,24 @@ constexpr bool TF32 = false;
 // stage (K-major rows) is wgmma's B. A consumer's slice is WG_M rows x 64 columns of C.
 constexpr bool SWAP_AB = ZOO_SWAP_AB != 0;
 constexpr bool TRANSPOSED = TF32 || SWAP_AB;        // accumulator rows are C columns
-constexpr int IN_BYTES = TF32 ? 4 : 2;              // fp32 inputs, or fp16 / bf16
-constexpr int MMA_K = 32 / IN_BYTES;                // one wgmma covers 32 bytes of K (k16 / k8)
+// ZOO_FP8 builds a scaled GEMM (zoo.scaled_mm): e4m3 A and B, both K-major (B given
+// column-major, ZOO_B_K_MAJOR: FP8 wgmma reads no transposed operand), wgmma k32 steps, and
+// float32 dequantization scales (Scales) applied to the fp32 accumulators. With
+// ZOO_FP8_PROMOTE (configs with promote: 1) each K-tile's MMAs go into a second set of
+// accumulators, added into the first in fp32 once they are done: wgmma keeps fewer bits than
+// fp32 as it adds FP8 products, which over a long K loses precision (DeepSeek-V3's
+// "promotion"); the blockwise recipe's scales are applied there, per K-tile.
+#ifdef ZOO_FP8
+constexpr bool FP8 = true;
+#else
+constexpr bool FP8 = false;
+#endif
+#ifndef ZOO_FP8_PROMOTE
+#define ZOO_FP8_PROMOTE 0
+#endif
+constexpr bool PROMOTE = ZOO_FP8_PROMOTE != 0;
+constexpr int IN_BYTES = TF32 ? 4 : FP8 ? 1 : 2;    // fp32 inputs, e4m3, or fp16 / bf16
+constexpr int MMA_K = 32 / IN_BYTES;                // one wgmma covers 32 bytes of K (k16 / k8 / k32)
 constexpr int MMA_N = TRANSPOSED ? WG_M : WG_N;     // wgmma N: C columns, or C rows transposed
 constexpr int ACC_REGS = MMA_N / 2;                 // fp32 accumulators of one wgmma (64 x MMA_N / 128)
 constexpr int CLUSTER_M = ZOO_CLUSTER_M;  // CTAs of a cluster along M (a column of tiles, sharing B)
@@ -232,7 +248,17 @@ static_assert(!A_M_MAJOR || (!SWAP_AB && !TF32 && BM % 64 == 0 && BK % CLUSTER_N
 #endif
 static_assert(A_STAGE_BYTES % ATOM_BYTES == 0 && B_BOX_BYTES % ATOM_BYTES == 0,
               "stages and boxes must keep 1024-byte alignment");
-static_assert(CONSUMER_REGS >= M_SUBS * ACC_REGS + (TF32 ? 56 : 40), "the accumulators must fit the consumers' registers");
+static_assert(CONSUMER_REGS >= (PROMOTE ? 2 : 1) * M_SUBS * ACC_REGS + (TF32 ? 56 : 40),
+              "the accumulators must fit the consumers' registers");
+#ifdef ZOO_FP8
+#if !defined(ZOO_B_K_MAJOR) || defined(ZOO_A_M_MAJOR) || defined(ZOO_CONV) || defined(ZOO_TF32)
+#error "FP8 wgmma reads A and B K-major: a row-major A and a column-major B (ZOO_B_K_MAJOR)"
+#endif
+#endif
+static_assert(!FP8 || !SWAP_AB, "the FP8 build has no swap-AB tiles");
+static_assert(!PROMOTE || (FP8 && 128 % WG_N == 0 && !PINGPONG && CONSUMERS == 2),
+              "promotion is an FP8 build's, for two cooperative consumers taking turns, and a consumer's "
+              "columns lie in one 128-wide block of B's scales");
 static_assert(SMEM_BYTES == ZOO_SMEM_BYTES, "host smem formula (zoo/specs/sm90_wgmma.py) disagrees with the kernel");
 
 // Stores two adjacent outputs (row, col), (row, col + 1); `pair` when both are inside N and
@@ -347,6 +373,20 @@ struct Gemm {
   const zoo::ConvGeometry* conv;  // ZOO_CONV builds: the convolution whose im2col is A
 };
 
+// A scaled GEMM's float32 dequantization scales (ZOO_FP8): C = (A sa)(B sb) (+ bias), as
+// torch._scaled_mm. Per tensor or per row / column: sa(row) = a[row * a_row], sb(col) =
+// b[col * b_col] (strides 0 for one scale), applied to the accumulators after the main loop.
+// Blockwise (block != 0: 1 x 128 blocks of A, 128 x 128 of B; a K-tile is one 128-wide K
+// block): sa(row, kt) = a[row * a_row + kt * a_k], sb(kt, col) = b[kt * b_k + (col / 128) *
+// b_col], applied to each K-tile's promoted sum.
+struct Scales {
+  const float* a;
+  const float* b;
+  int a_row, a_k, b_k, b_col, block;
+};
+constexpr int SCALE_BLOCK = 128;  // the blockwise recipe's blocks along K and N
+static_assert(!FP8 || BK == SCALE_BLOCK, "an FP8 K-tile is one 128-byte row: one K block of the scales");
+
 // BOXES TMA boxes of 128-byte columns side by side, rows row0.. of columns col0 + 64 i (box i
 // at dst + i * box_bytes): B's N-major boxes, or A^T's M-major ones; multicast to `mask`.
 template <int BOXES, bool MULTICAST>
@@ -442,9 +482,12 @@ struct Scheduler {
   // A one-GEMM launch's bias, added to each row of C (one value per column), or none. Kept
   // here, not in Gemm: a pointer more in each unit's Work put it on the stack.
   const OutT* bias;
+  Scales scales;  // a scaled GEMM's (ZOO_FP8)
   __device__ Scheduler(const Gemm<OutT>& g, const UnitLayout& layout_, const GroupEntry* table_, int count_,
-                       int units_, int splits_, int tail_tiles = 0, const OutT* bias_ = nullptr)
-      : single(g), layout(layout_), table(table_), count(count_), units(units_), splits(splits_), bias(bias_) {
+                       int units_, int splits_, int tail_tiles = 0, const OutT* bias_ = nullptr,
+                       const Scales& scales_ = {})
+      : single(g), layout(layout_), table(table_), count(count_), units(units_), splits(splits_), bias(bias_),
+        scales(scales_) {
     if constexpr (CLUSTER > 1) {
       const int rank = cluster_rank();
       first = cluster_id(), step = cluster_count(), rank_m = rank % CLUSTER_M, rank_n = rank / CLUSTER_M;
@@ -712,6 +755,9 @@ __device__ __forceinline__ void mma_step(float (&acc)[R][N], unsigned long long 
                                          int accumulate) {
   if constexpr (SWAP_AB) {
     WgmmaSwapAB<2 * N, BF16>::mma(acc[0], b, a, accumulate);
+  } else if constexpr (FP8) {
+#pragma unroll
+    for (int s = 0; s < R; ++s) WgmmaFp8<2 * N>::mma(acc[s], a + s * (A_BLOCK_BYTES >> 4), b, accumulate);
   } else {
 #pragma unroll
     for (int s = 0; s < R; ++s)  // row block s: 64 rows (64 x 128 B) further into A
@@ -723,6 +769,70 @@ template <int N>
 __device__ __forceinline__ void mma_tf32(float (&acc)[N], const unsigned (&frag)[4], unsigned long long b,
                                          int accumulate) {
   WgmmaTf32<2 * N>::mma(acc, frag, b, accumulate);
+}
+
+// ---- FP8 scales (Scales). A thread's accumulator acc[s][4 j + 2 h + e] is C row row0 + 64 s
+// + 8 h, column col0 + 8 j + e (row0, col0: its first; the wgmma m64 accumulator layout).
+// Per tensor, row or column: each accumulator times sa(row) sb(col), after the main loop
+// (rows and columns past C's are not stored: scaled by 0).
+__device__ __forceinline__ void scale_accumulators(float (&acc)[M_SUBS][ACC_REGS], const Scales& sc,
+                                                   int row0, int col0, int M, int N) {
+  float sa[M_SUBS][2];
+#pragma unroll
+  for (int s = 0; s < M_SUBS; ++s)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row0 + 64 * s + 8 * h;
+      sa[s][h] = row < M ? __ldg(sc.a + static_cast<long long>(row) * sc.a_row) : 0.f;
+    }
+#pragma unroll
+  for (int j = 0; j < ACC_REGS / 4; ++j)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int col = col0 + 8 * j + e;
+      const float sb = col < N ? __ldg(sc.b + static_cast<long long>(col) * sc.b_col) : 0.f;
+#pragma unroll
+      for (int s = 0; s < M_SUBS; ++s)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) acc[s][4 * j + 2 * h + e] *= sa[s][h] * sb;
+    }
+}
+// Blockwise: the factor sa(row, kt) sb(kt, col) of each of this thread's rows for K-tile kt
+// (a consumer's columns lie in one 128-wide block, col_block); 1 for the other recipes, whose
+// scales wait for the epilogue.
+__device__ __forceinline__ void block_scales(float (&f)[M_SUBS][2], const Scales& sc, int row0, int col_block,
+                                             int kt, int M, int N, int K) {
+  const bool live = sc.block && col_block * SCALE_BLOCK < N && kt * SCALE_BLOCK < K;
+  const float sb = live ? __ldg(sc.b + static_cast<long long>(kt) * sc.b_k + static_cast<long long>(col_block) * sc.b_col)
+                        : 0.f;
+#pragma unroll
+  for (int s = 0; s < M_SUBS; ++s)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row0 + 64 * s + 8 * h;
+      f[s][h] = !sc.block ? 1.f
+                : row < M && live ? sb * __ldg(sc.a + static_cast<long long>(row) * sc.a_row + static_cast<long long>(kt) * sc.a_k)
+                                  : 0.f;
+    }
+}
+
+// Promotion (PROMOTE): a K-tile's MMAs from stage descriptors a, b into `part` (overwritten),
+// and its sums times the K-tile's block scales f (1 but for the blockwise recipe) added into
+// acc in fp32 once they are done.
+template <bool BF16, int R, int N>
+__device__ __forceinline__ void issue_promoted(float (&part)[R][N], unsigned long long a, unsigned long long b) {
+#pragma unroll
+  for (int ks = 0; ks < K_STEPS; ++ks)
+    mma_step<BF16>(part, a + ((ks * A_K_STEP_BYTES) >> 4), b + ((ks * 32) >> 4), ks > 0 ? 1 : 0);
+}
+template <int R, int N>
+__device__ __forceinline__ void add_promoted(float (&acc)[M_SUBS][ACC_REGS], float (&part)[R][N],
+                                             const float (&f)[M_SUBS][2]) {
+  fence_accumulators(part);
+#pragma unroll
+  for (int s = 0; s < R; ++s)
+#pragma unroll
+    for (int i = 0; i < N; ++i) acc[s][i] += part[s][i] * f[s][(i / 2) % 2];
 }
 
 // Hardware barriers 1..CONSUMERS: one consumer warpgroup's own steps; the next two: the
@@ -775,6 +885,11 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
 
   float acc[M_SUBS][ACC_REGS];
   zero_accumulators(acc);
+  // PROMOTE: one K-tile's sums, added into acc once its MMAs are done (see the main loop).
+  float part[PROMOTE ? M_SUBS : 1][PROMOTE ? ACC_REGS : 1];
+  bool first_issue = true;  // PROMOTE: consumer 0's first MMAs of the grid wait for no turn
+  // This thread's first row and column of a tile's slice (the accumulator layout).
+  const int thread_row = wg_m0 + warp * 16 + lane / 4, thread_col = wg_n0 + 2 * (lane % 4);
 
   int stage = 0;
   unsigned phase = 0;
@@ -800,7 +915,41 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       tma_prefetch_descriptor(w.g.c);
 
     int prev_stage = -1;
-    for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+    if constexpr (PROMOTE) {
+      // Each K-tile's MMAs into `part` (fresh), waited for, then times the K-tile's block
+      // scales added into acc in fp32. While one consumer adds, the other's MMAs must keep the
+      // tensor cores busy: the two issue their K-tiles' MMAs in strict turns (ORDER_BARRIER
+      // + c: consumer c may issue), so one's MMAs run while the other waits for and adds its
+      // own. Left to themselves both wait on the same stage, issue together, finish together
+      // and add together, the tensor cores idle meanwhile. (Two sets of sums, one in flight
+      // while the other is added, made ptxas wait for every wgmma before the next: reading a
+      // set while another group is pending is more than it tracks.)
+      zero_accumulators(acc);
+      // A K-tile's block scales are read a K-tile ahead: read after its MMAs were issued,
+      // their latency from L2 showed at the addition (the blockwise recipe at half the rate).
+      float f[M_SUBS][2], f_next[M_SUBS][2];
+      const int col_block = (tile_n * BN + wg_n0) / SCALE_BLOCK, row = tile_m * BM + thread_row;
+      block_scales(f_next, sched.scales, row, col_block, w.kt_begin, w.g.M, w.g.N, w.g.K);
+      for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+#pragma unroll
+        for (int s = 0; s < M_SUBS; ++s) f[s][0] = f_next[s][0], f[s][1] = f_next[s][1];
+        mbar_wait(full_bar + 8 * stage, phase);
+        if (consumer == 1 || !first_issue) named_barrier(ORDER_BARRIER + consumer, 2 * WG_THREADS);
+        first_issue = false;
+        wgmma_fence();
+        issue_promoted<BF16>(part, desc_a0 + ((stage * A_STAGE_BYTES) >> 4), desc_b0 + ((stage * B_STAGE_BYTES) >> 4));
+        wgmma_commit();
+        // The other consumer's turn, unless this was consumer 1's last issue of the grid.
+        if (consumer == 0 || kt + 1 < w.kt_end || unit + sched.step < sched.units)
+          named_barrier_arrive(ORDER_BARRIER + 1 - consumer, 2 * WG_THREADS);
+        block_scales(f_next, sched.scales, row, col_block, kt + 1, w.g.M, w.g.N, w.g.K);  // 0 past K
+        wgmma_wait<0>();
+        release(empty_bar + 8 * stage, lane);
+        add_promoted(acc, part, f);
+        if (++stage == STAGES) stage = 0, phase ^= 1;
+      }
+    }
+    for (int kt = w.kt_begin; kt < (PROMOTE ? w.kt_begin : w.kt_end); ++kt) {
       mbar_wait(full_bar + 8 * stage, phase);
       if constexpr (TF32) {
         // One commit group per k8 step, each reading its own 4 fragment registers: before a
@@ -846,6 +995,10 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
     if (prev_stage >= 0) release(empty_bar + 8 * prev_stage, lane);
     if (STREAM_K && w.parts == 0) continue;  // an empty stream-K run
     if (w.kt_begin >= w.kt_end) zero_accumulators(acc);  // an empty K slice (the host avoids them) adds zero
+    if constexpr (FP8) {
+      if (!sched.scales.block)  // before split-K's sum: the scales are the same for every K slice
+        scale_accumulators(acc, sched.scales, tile_m * BM + thread_row, tile_n * BN + thread_col, w.g.M, w.g.N);
+    }
     if ((sched.splits > 1 || (STREAM_K && w.parts > 1)) &&
         !split_k_reduce(acc, w, sched, consumer, workspace, counters, split_flags))
       continue;  // another unit of this tile finishes it
@@ -1090,7 +1243,29 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
                                 workspace, counters);                                       \
   }
 
-#if defined(ZOO_CONV)
+// A scaled FP8 GEMM (ZOO_FP8; zoo.scaled_mm): the one-GEMM entry's arguments with the
+// scales (Scales) after the bias; no grouped entry.
+#define ZOO_SM90_FP8_ENTRY(NAME, OUT_T)                                                     \
+  extern "C" __global__ void __launch_bounds__(zoo_sm90::THREADS, 1)                        \
+      NAME(const __grid_constant__ zoo_sm90::TensorMap tmap_a,                               \
+           const __grid_constant__ zoo_sm90::TensorMap tmap_b,                               \
+           const __grid_constant__ zoo_sm90::TensorMap tmap_c, int c_tma,                    \
+           OUT_T* __restrict__ C, const OUT_T* __restrict__ bias, const float* __restrict__ scale_a, \
+           const float* __restrict__ scale_b, int sa_row, int sa_k, int sb_k, int sb_col, int block_scales, \
+           int M, int N, int K, int ldc, long long c_batch, int batch, int splits, int stream_k, \
+           int independent, const zoo_sm90::UnitLayout layout, float* workspace, int* counters) { \
+    const zoo_sm90::Gemm<OUT_T> g{&tmap_a, &tmap_b, &tmap_c, C, c_batch, M, N, K, ldc, c_tma, 0, nullptr}; \
+    const zoo_sm90::Scales scales{scale_a, scale_b, sa_row, sa_k, sb_k, sb_col, block_scales}; \
+    zoo_sm90::gemm<false, OUT_T>(zoo_sm90::Scheduler<OUT_T>(g, layout, nullptr, 1, layout.per_matrix.d * batch, splits, \
+                                                            stream_k, bias, scales),        \
+                                 workspace, counters, independent != 0);                    \
+  }
+
+#if defined(ZOO_FP8)
+ZOO_SM90_FP8_ENTRY(zoo_scaled_sm90_e4m3_bf16out, __nv_bfloat16)
+ZOO_SM90_FP8_ENTRY(zoo_scaled_sm90_e4m3_f16out, half)
+ZOO_SM90_FP8_ENTRY(zoo_scaled_sm90_e4m3_f32out, float)
+#elif defined(ZOO_CONV)
 ZOO_SM90_CONV_ENTRY(zoo_conv_sm90_f16_f16out, false, half)
 ZOO_SM90_CONV_ENTRY(zoo_conv_sm90_f16_f32out, false, float)
 ZOO_SM90_CONV_ENTRY(zoo_conv_sm90_bf16_bf16out, true, __nv_bfloat16)
@@ -1104,7 +1279,7 @@ ZOO_SM90_ENTRY(zoo_gemm_sm90_bf16_bf16out, true, __nv_bfloat16)
 ZOO_SM90_ENTRY(zoo_gemm_sm90_bf16_f32out, true, float)
 #endif
 
-#if !defined(__CUDACC_RTC__) && !defined(ZOO_TF32) && !defined(ZOO_CONV)
+#if !defined(__CUDACC_RTC__) && !defined(ZOO_TF32) && !defined(ZOO_CONV) && !defined(ZOO_FP8)
 // Host launchers for nvcc builds (zoo export: a shared library for ctypes); the zoo itself
 // launches the kernels above through the Driver API (zoo/cuda.py builds the same tensor maps).
 // Each returns a cudaError_t code, 0 on success. A, B, C row-major and packed; TMA needs

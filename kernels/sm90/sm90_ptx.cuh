@@ -316,6 +316,32 @@ ZOO_WGMMA_WRAPPER(Wgmma, 192, ZOO_TRANS_AB, 96, 97, 98, ZOO_REGS96, ZOO_ACC96)
 ZOO_WGMMA_WRAPPER(Wgmma, 128, ZOO_TRANS_AB, 64, 65, 66, ZOO_REGS64, ZOO_ACC64(0))
 ZOO_WGMMA_WRAPPER(Wgmma, 64, ZOO_TRANS_AB, 32, 33, 34, ZOO_REGS32, ZOO_ACC32)
 
+// FP8 (ZOO_FP8 builds): D(64xN, f32) (+)= A(64x32, e4m3) * B(32xN, e4m3), both K-major in
+// shared memory (FP8 wgmma takes no transpose operands): a k32 step is 32 bytes along a
+// 128-byte swizzled row, as a k16 step of 16-bit elements.
+#define ZOO_WGMMA_FP8(N, DA, DB, SCALE, REGS, ...)                                           \
+  asm volatile(                                                                             \
+      "{ .reg .pred p;\n"                                                                   \
+      "  setp.ne.b32 p, %" #SCALE ", 0;\n"                                                  \
+      "  wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3 {" REGS "},"              \
+      " %" #DA ", %" #DB ", p, 1, 1; }"                                                     \
+      : __VA_ARGS__                                                                         \
+      : "l"(desc_a), "l"(desc_b), "r"(accumulate))
+#define ZOO_WGMMA_FP8_WRAPPER(N, DA, DB, SCALE, REGS, ...)                                   \
+  template <>                                                                               \
+  struct WgmmaFp8<N> {                                                                      \
+    static __device__ __forceinline__ void mma(float (&d)[N / 2], unsigned long long desc_a, \
+                                               unsigned long long desc_b, int accumulate) { \
+      ZOO_WGMMA_FP8(N, DA, DB, SCALE, REGS, __VA_ARGS__);                                   \
+    }                                                                                       \
+  };
+template <int N>
+struct WgmmaFp8;  // N = 64, 128, 192 or 256 columns per warpgroup
+ZOO_WGMMA_FP8_WRAPPER(256, 128, 129, 130, ZOO_REGS128, ZOO_ACC128)
+ZOO_WGMMA_FP8_WRAPPER(192, 96, 97, 98, ZOO_REGS96, ZOO_ACC96)
+ZOO_WGMMA_FP8_WRAPPER(128, 64, 65, 66, ZOO_REGS64, ZOO_ACC64(0))
+ZOO_WGMMA_FP8_WRAPPER(64, 32, 33, 34, ZOO_REGS32, ZOO_ACC32)
+
 // Swap-AB: A(64x16) M-major (imm-trans-a = 1), B(16xN) K-major (imm-trans-b = 0), N = 8..64:
 // A is a 64-column box of the GEMM's B stage, B the GEMM's A rows, so D is a transposed slice
 // of C with as few as 8 of its rows.

@@ -15,7 +15,7 @@ from ..cuda import ZooError
 from .common import (DTYPES, EXIT_FAIL, EXIT_OK, SHORT_NAMES, console, err_console, gpu_available, report_console,
                      write_json)
 
-MATH_UNITS = {"fp16": "fp16 tensor", "tf32": "tf32 tensor", "fp32": "fp32 FFMA"}
+MATH_UNITS = {"fp16": "fp16 tensor", "tf32": "tf32 tensor", "fp8": "fp8 tensor", "fp32": "fp32 FFMA"}
 
 
 def add_parsers(sub) -> None:
@@ -148,9 +148,11 @@ def cmd_explain(args) -> int:
         return EXIT_FAIL
     limits = arch.offline(target)
     in_dtype, first_out = next(iter(spec.entry))  # explained for the kernel's first input dtype
-    in_name = SHORT_NAMES[in_dtype]
+    in_name = SHORT_NAMES.get(in_dtype, "fp8" if in_dtype.startswith("float8") else in_dtype)
     out_name = args.out_dtype or SHORT_NAMES[first_out]
-    problem = registry.Problem(args.m, args.n, args.k, in_dtype, DTYPES[out_name], tf32=spec.tf32)
+    # a kernel without a row-major B build (the FP8 one) is explained for a column-major B
+    problem = registry.Problem(args.m, args.n, args.k, in_dtype, DTYPES[out_name], tf32=spec.tf32,
+                               b_col="row x row" not in spec.layouts)
     if not spec.supports(problem):
         err_console.print(f"zoo explain: {spec.name} does not compute {in_name} -> {out_name}")
         return EXIT_FAIL

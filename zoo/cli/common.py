@@ -66,13 +66,22 @@ def select_device(index: int, command: str) -> int:
 
 # ----------------------------------------------------------------------------- dtypes and timing
 
-def dtype_options(s, fp32: bool = True) -> None:
-    s.add_argument("--dtype", choices=("fp16", "bf16", "fp32") if fp32 else ("fp16", "bf16"), default="fp16",
-                   help="input dtype (fp16)" + ("; fp32 runs in full precision unless --tf32" if fp32 else ""))
-    s.add_argument("--out-dtype", choices=tuple(DTYPES), help="output dtype: the input dtype (default) or fp32")
+def dtype_options(s, fp32: bool = True, fp8: bool = False) -> None:
+    s.add_argument("--dtype", choices=("fp16", "bf16", "fp32") + (("fp8",) if fp8 else ()) if fp32 else ("fp16", "bf16"),
+                   default="fp16",
+                   help="input dtype (fp16)" + ("; fp32 runs in full precision unless --tf32" if fp32 else "")
+                        + ("; fp8: e4m3 with scales, zoo.scaled_mm against torch._scaled_mm" if fp8 else ""))
+    s.add_argument("--out-dtype", choices=tuple(DTYPES),
+                   help="output dtype: the input dtype (default) or fp32" + ("; with fp8 bf16 (default), fp16 or fp32"
+                                                                             if fp8 else ""))
     if fp32:
         s.add_argument("--tf32", action="store_true",
                        help="with --dtype fp32: allow TF32 rounding, for the zoo and for torch.mm alike")
+    if fp8:
+        s.add_argument("--recipe", choices=("tensor", "row", "block"), default="tensor",
+                       help="with --dtype fp8: the scales, per tensor (default), per row, or blockwise (1x128, 128x128)")
+        s.add_argument("--fast-accum", action="store_true",
+                       help="with --dtype fp8: use_fast_accum=True for both (no fp32 promotion of the partial sums)")
 
 
 def timing_options(s, iters: int, eager: bool = True) -> None:

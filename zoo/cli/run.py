@@ -21,7 +21,7 @@ def add_parsers(sub) -> None:
     s.add_argument("-m", type=int, default=4096)
     s.add_argument("-n", type=int, default=4096)
     s.add_argument("-k", type=int, default=4096)
-    dtype_options(s)
+    dtype_options(s, fp8=True)
     s.add_argument("--kernel", help="run this kernel instead of the automatic choice")
     s.add_argument("--all-kernels", action="store_true",
                    help="every kernel eligible on this GPU, side by side with torch.mm in one table")
@@ -33,7 +33,7 @@ def add_parsers(sub) -> None:
     s.add_argument("--suite", choices=(*bench.SUITES, "all"), default="all",
                    help="square: 4096^3 and 8192^3; llm: M in 128..16384 x LLM projections; all (default)")
     s.add_argument("--shapes", help="comma-separated MxNxK list instead of a suite, e.g. 4096x4096x4096,128x11008x4096")
-    dtype_options(s)
+    dtype_options(s, fp8=True)
     s.add_argument("--kernel", help="this kernel instead of the automatic choice per shape")
     s.add_argument("--config", help="this config instead of the automatic choice per shape")
     s.add_argument("--plot", metavar="PATH", help="draw TFLOP/s against problem size, zoo and torch.mm, to PATH (.png)")
@@ -57,6 +57,8 @@ def cmd_run(args) -> int:
     if min(args.m, args.n, args.k) < 1:
         err_console.print(f"zoo run: -m, -n and -k must be >= 1, got {args.m}, {args.n}, {args.k}")
         return EXIT_FAIL
+    if args.dtype == "fp8":
+        return _scaled(args, {"shape": [(args.m, args.n, args.k)]}, "run")
     out_name = out_dtype_name(args, "run")
     if out_name is None:
         return EXIT_FAIL
@@ -117,6 +119,10 @@ def cmd_bench(args) -> int:
         return no_gpu("bench")
     if args.model:
         return _bench_models(args)
+    if args.dtype == "fp8":
+        suites = list(bench.SUITES) if args.suite == "all" else [args.suite]
+        return _scaled(args, {"shapes": bench.parse_shapes(args.shapes)} if args.shapes else
+                       {s: bench.SUITES[s] for s in suites}, "bench")
     show = report_console(args)
     import torch
     from ..gemm import compiled, device_limits
@@ -216,4 +222,72 @@ def _bench_models(args) -> int:
                             "date": datetime.date.today().isoformat(), "torch": torch.__version__,
                             "dtype": args.dtype, "calls": args.calls, "repeats": args.repeats,
                             "layers_on_the_zoo": report.swaps, "results": rows})
+    return EXIT_OK
+
+
+def _scaled(args, groups: dict, command: str) -> int:
+    """zoo run / bench --dtype fp8: zoo.scaled_mm against torch._scaled_mm, shape by shape
+    (zoo/tuner.py, measure_scaled)."""
+    import torch
+    from ..gemm import device_limits
+    show = report_console(args)
+    out_name = args.out_dtype or "bf16"
+    if out_name not in ("bf16", "fp16", "fp32"):
+        err_console.print(f"zoo {command}: --out-dtype with fp8 must be bf16, fp16 or fp32, got {out_name}")
+        return EXIT_FAIL
+    if (args.kernel or args.all_kernels if command == "run" else args.kernel) or getattr(args, "tf32", False):
+        err_console.print(f"zoo {command}: --dtype fp8 runs zoo.scaled_mm's own kernel (--config may name its config; "
+                          "no --kernel, --all-kernels or --tf32)")
+        return EXIT_FAIL
+    idx = torch.cuda.current_device()
+    lim = device_limits(idx)
+    out_dtype = getattr(torch, DTYPES[out_name])
+    accum = "fast accumulation" if args.fast_accum else "fp32 promotion"
+    table = Table(title=f"e4m3 -> {out_name}, {args.recipe} scales, {accum}, on {lim.part} (CC {lim.cc[0]}.{lim.cc[1]}): "
+                        f"zoo.scaled_mm and torch._scaled_mm side by side, median of {args.iters}, {timing_name(args)}")
+    for col in ("suite", "M", "N", "K", "config", "ms", "TFLOP/s", "torch TFLOP/s", "% of torch", "error",
+                "torch error", "verified"):
+        table.add_column(col, justify="left" if col in ("suite", "config") else "right", no_wrap=True)
+    rows, failed = [], []
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err_console, transient=True) as progress:
+        task = progress.add_task("fp8", total=sum(len(v) for v in groups.values()))
+        for suite, shapes in groups.items():
+            ratios = []
+            for m, n, k in shapes:
+                progress.update(task, description=f"{m}x{n}x{k} fp8 {args.recipe}")
+                r = tuner.measure_scaled(idx, m, n, k, args.recipe, out_dtype, args.fast_accum, args.warmup,
+                                         args.iters, args.seed, graph=not args.eager, config=args.config)
+                flops = 2 * m * n * k
+                mine, ref = r["timings"]["zoo"], r["timings"].get("torch")
+                pct = 100 * ref.median_ms / mine.median_ms if ref else None
+                if pct:
+                    ratios.append(pct)
+                if not r["ok"]:
+                    failed.append(f"{m}x{n}x{k}")
+                table.add_row(suite, str(m), str(n), str(k), r["config"], f"{mine.median_ms:.4f}",
+                              f"{mine.tflops(flops):.1f}", f"{ref.tflops(flops):.1f}" if ref else "refused",
+                              f"{pct:.1f}%" if pct else "-", f"{r['error']:.1e}", f"{r['torch_error']:.1e}",
+                              "[green]yes[/]" if r["ok"] else "[red]NO[/]")
+                rows.append({"suite": suite, "m": m, "n": n, "k": k, "kernel": r["kernel"], "config": r["config"],
+                             "median_ms": mine.median_ms, "tflops": mine.tflops(flops),
+                             "torch_median_ms": ref.median_ms if ref else None,
+                             "torch_tflops": ref.tflops(flops) if ref else None, "pct_of_torch": pct,
+                             "error": r["error"], "torch_error": r["torch_error"], "bound": r["bound"],
+                             "verified": r["ok"]})
+                progress.advance(task)
+            if ratios:
+                table.add_row(suite, "", "", "", "[bold]geometric mean[/]", "", "", "", f"[bold]{bench.geomean(ratios):.1f}%[/]",
+                              "", "", "", end_section=True)
+    show.print(table)
+    write_json(args.json, {
+        "device": lim.part, "cc": f"{lim.cc[0]}.{lim.cc[1]}", "date": datetime.date.today().isoformat(),
+        "torch": torch.__version__, "dtype": "fp8_e4m3", "out_dtype": out_name, "recipe": args.recipe,
+        "fast_accum": args.fast_accum, "iters": args.iters, "warmup": args.warmup, "timing": timing_name(args),
+        "geomean_pct_of_torch": {g: bench.geomean([r["pct_of_torch"] for r in rows if r["suite"] == g and r["pct_of_torch"]])
+                                 for g in groups if any(r["pct_of_torch"] for r in rows if r["suite"] == g)},
+        "results": rows})
+    if failed:
+        err_console.print(f"[bold red]verification failed[/] for {', '.join(failed)}: the result is wrong")
+        return EXIT_FAIL
     return EXIT_OK

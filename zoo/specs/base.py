@@ -14,7 +14,7 @@ from .. import configs as cfgs
 from ..arch import device_arch
 from ..cuda import ZooError
 
-ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4}
+ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float8_e4m3fn": 1}
 
 
 @dataclass(frozen=True)
@@ -28,6 +28,7 @@ class Problem:
     tf32: bool = False     # fp32 inputs may be rounded to TF32 (torch's allow_tf32)
     ldb: int = 0           # B's row stride in elements (0: n, packed rows)
     b_col: bool = False    # B is read column-major in place (B^T row-major: a Linear's weight W)
+    promote: bool = False  # a scaled FP8 GEMM whose partial sums must be promoted to fp32 (KernelSpec.promote)
 
     @property
     def flops(self) -> int:
@@ -90,6 +91,9 @@ class KernelSpec:
     split_k_cost_us: float = 0.0
     stream_gbps_per_cta: float = 0.0
     stream_k: bool = False               # configs may set stream_k: the tail wave's tiles cut along K over every CTA
+    # Configs may set promote (an FP8 build): each K-tile's wgmma sums added into fp32
+    # registers. A problem's `promote` then selects the configs with it, or those without.
+    promote: bool = False
     pipeline: str = ""                   # how K-tiles are staged; {stages} and {ahead} filled per config
     # Host launchers of an nvcc build (zoo export): (input dtype, output dtype) -> extern "C"
     # int fn(const A*, const B*, C*, int M, int N, int K, cudaStream_t). Empty: none yet.
@@ -153,6 +157,7 @@ class KernelSpec:
                 "ZOO_SMEM_BYTES": self.smem_bytes(c), "ZOO_THREADS": c.threads, **({"ZOO_PINGPONG": 1} if c.pingpong else {}),
                 **({"ZOO_SWAP_AB": 1} if c.swap_ab else {}),
                 **({"ZOO_STREAM_K": 1} if c.stream_k else {}),
+                **({"ZOO_FP8_PROMOTE": 1} if c.promote else {}),
                 **self.extra_defines}
 
     def grid(self, c: cfgs.TileConfig, m: int, n: int, resident_clusters: int,

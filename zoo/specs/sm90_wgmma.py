@@ -269,3 +269,49 @@ SM90_CONV = replace(
     sass_required=((r"\bUTMALDG\.4D\.IM2COL\b", "UTMALDG.4D.IM2COL (TMA im2col loads)"),) + SM90_GEMM.sass_required,
     description="conv2d as implicit GEMM: TMA im2col loads of the NHWC input, the sm_90a wgmma pipeline",
 )
+
+
+FP8_SWIZZLE_COLS = 128       # one-byte elements in one 128-byte swizzled row: an FP8 K-tile
+
+
+def _fp8_smem(c: cfgs.TileConfig) -> int:
+    return _sm90_smem_bytes(c, 1)
+
+
+def _fp8_rules(c: cfgs.TileConfig) -> list[str]:
+    out = []
+    if c.block_k != FP8_SWIZZLE_COLS:
+        out.append(f"block_k {c.block_k} must be {FP8_SWIZZLE_COLS}: one 128-byte swizzled row of e4m3 per K-tile "
+                   "(and one K block of the blockwise scales)")
+    if c.swap_ab:
+        out.append("the FP8 build has no swap-AB tiles")
+    if c.block_n % FP8_SWIZZLE_COLS:
+        out.append(f"block_n {c.block_n} must be a multiple of {FP8_SWIZZLE_COLS} (the kernel's tile split)")
+    if c.promote and 128 % c.warp_n:
+        out.append(f"warp_n {c.warp_n} must divide 128 with promote: a consumer's columns lie in one 128-wide "
+                   "block of the blockwise scales")
+    base = [r for r in _sm90_rules(replace(c, block_k=TMA_SWIZZLE_COLS))
+            if "accumulators do not fit" not in r]  # the fp16 rules but for block_k and the register count
+    accumulators = c.warp_m // 64 * c.warp_n // 2 * (2 if c.promote else 1)
+    return out + base + _sm90_register_rules(c, accumulators, 40, "fp32 accumulators (twice, promoted)"
+                                             if c.promote else "fp32 accumulators")
+
+
+# The same source built with ZOO_FP8 (and ZOO_B_K_MAJOR): zoo.scaled_mm's e4m3 GEMM with
+# float32 dequantization scales, torch._scaled_mm's recipes (zoo/fp8.py). Its own op: zoo.mm
+# never selects it.
+SM90_FP8 = replace(
+    SM90_GEMM,
+    name="sm90_scaled_fp8",
+    config_file=cfgs.CONFIGS_DIR / "sm90_scaled_fp8.yaml",
+    entry={("float8_e4m3fn", "bfloat16"): "zoo_scaled_sm90_e4m3_bf16out",
+           ("float8_e4m3fn", "float16"): "zoo_scaled_sm90_e4m3_f16out",
+           ("float8_e4m3fn", "float32"): "zoo_scaled_sm90_e4m3_f32out"},
+    mma_shape=(64, 8, 32), smem_bytes=_fp8_smem, rules=_fp8_rules,
+    sass_required=((r"\bQGMMA\.\w+\.F32\.E4M3\.E4M3\b", "QGMMA .E4M3 (FP8 wgmma)"),) + SM90_GEMM.sass_required[1:],
+    description="FP8 (e4m3) wgmma with dequantization scales; fp32 promotion of the partial sums in promote configs",
+    op="scaled", layouts=("row x col",), a_col_box=None, exports={}, extra_defines={"ZOO_FP8": 1},
+    swap_ab=False, pingpong=True, stream_k=False, chains=False, grouped=False, promote=True,
+    pipeline="{stages}-stage TMA ring of 128-byte e4m3 K-tiles: the producer warpgroup runs up to {stages} "
+             "K-tiles ahead of the two consumer warpgroups",
+)
