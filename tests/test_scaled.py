@@ -175,3 +175,18 @@ def test_scaled_mm_refuses_what_it_cannot_run():
     with pytest.raises(ZooError):  # an FP8 operand off 16-byte alignment: TMA cannot read it
         zoo.scaled_mm(torch.empty(64 * 256 + 1, device="cuda", dtype=torch.float8_e4m3fn)[1:].view(64, 256),
                       qb, sa, sb)
+
+
+@pytest.mark.gpu
+@gpu
+def test_bench_fp8_tables_each_shape_and_says_which_it_cannot_run(tmp_path):
+    """zoo bench --dtype fp8: zoo.scaled_mm and torch._scaled_mm side by side, verified; a shape
+    FP8 cannot take (K, N off 16) is a row that says why, not the end of the run."""
+    import json
+    from zoo import cli
+    out = tmp_path / "fp8.json"
+    assert cli.main(["bench", "--dtype", "fp8", "--recipe", "row", "--shapes", "256x384x512,100x100x100",
+                     "--iters", "5", "--warmup", "2", "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["results"]
+    assert rows[0]["verified"] and rows[0]["config"] == "128x128p" and rows[0]["torch_tflops"] > 0
+    assert "multiples of 16" in rows[1]["refused"]

@@ -11,8 +11,9 @@ them), with float32 dequantization scales in one of three recipes:
   likewise; K a multiple of 128.
 
 `quantize` makes such an operand and its scales from a float tensor; `check_scaled` says
-which recipe a call's scales follow, or raises a ZooError naming what is wrong. The zoo's FP8
-kernel that takes them is not written yet: torch._scaled_mm is the reference they match.
+which recipe a call's scales follow, or raises a ZooError naming what is wrong. zoo.scaled_mm
+(zoo/scaled.py) runs them on the sm_90a kernel's FP8 build; torch._scaled_mm is the
+reference they match.
 """
 
 from __future__ import annotations
