@@ -37,10 +37,10 @@ def scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: 
     in wgmma's accumulators (faster, less precise over long K). The block recipe always
     promotes. No autograd (as torch._scaled_mm); torch.compile traces it as zoo::scaled_mm.
     """
-    if torch.compiler.is_compiling():
-        return torch.ops.zoo.scaled_mm(a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum, kernel, config)
     if scale_result is not None:
         raise ZooError("scale_result is not supported (it scales an FP8 output, which the zoo does not write)")
+    if torch.compiler.is_compiling():
+        return torch.ops.zoo.scaled_mm(a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum, kernel, config)
     try:
         key = (a.shape, a.stride(), b.shape, b.stride(), a.dtype, b.dtype, a.get_device(), b.get_device(),
                a.data_ptr() % gemm.ALIGN_BYTES, b.data_ptr() % gemm.ALIGN_BYTES,

@@ -29,6 +29,12 @@
 //   row-major: torch.nn.Linear's x @ W^T reads W in place): tmap_b is then (N rows, K cols),
 //   one box of BN / CLUSTER_M rows x 128 B per K-tile and CTA, stored K-major like A and read
 //   by wgmma without the transpose (swap-AB tiles read it as their A, also untransposed).
+//   Built with -DZOO_FP8 (with ZOO_B_K_MAJOR; zoo.scaled_mm, entries zoo_scaled_sm90_e4m3_
+//   {bf16,f16,f32}out): e4m3 A row-major and B column-major, both K-major as FP8 wgmma needs,
+//   a K-tile of 128 one-byte elements (four wgmma k32 steps), float32 dequantization scales
+//   (Scales: per tensor or row applied after the main loop, blockwise per K-tile). With
+//   ZOO_FP8_PROMOTE each K-tile's sums are added into the fp32 accumulators once done, the two
+//   consumers issuing their K-tiles' MMAs in turns.
 //   Built with -DZOO_A_M_MAJOR (A given column-major, as A^T (K, M) row-major: the weight
 //   gradient dY^T X of a linear layer reads dY in place): tmap_a is then (K rows, M cols), BM/64
 //   boxes of BK / CLUSTER_N rows x 128 B per K-tile and CTA, stored M-major like B's N-major
