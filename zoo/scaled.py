@@ -41,6 +41,12 @@ def scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: 
         raise ZooError("scale_result is not supported (it scales an FP8 output, which the zoo does not write)")
     if torch.compiler.is_compiling():
         return torch.ops.zoo.scaled_mm(a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum, kernel, config)
+    return plan(a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum, kernel, config).run(a, b, scale_a, scale_b,
+                                                                                            bias)
+
+
+def plan(a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum, kernel=None, config=None) -> "ScaledPlan":
+    """The call's plan for its layout: kept from an earlier call, or worked out and kept."""
     try:
         key = (a.shape, a.stride(), b.shape, b.stride(), a.dtype, b.dtype, a.get_device(), b.get_device(),
                a.data_ptr() % gemm.ALIGN_BYTES, b.data_ptr() % gemm.ALIGN_BYTES,
@@ -50,12 +56,12 @@ def scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: 
                out_dtype, bool(use_fast_accum), kernel, config)
     except AttributeError:  # not tensors: plan says which argument is wrong
         key = None
-    plan = _plans.get(key)
-    if plan is None:
-        plan = _plan(a, b, scale_a, scale_b, bias, out_dtype, bool(use_fast_accum), kernel, config)
+    found = _plans.get(key)
+    if found is None:
+        found = _plan(a, b, scale_a, scale_b, bias, out_dtype, bool(use_fast_accum), kernel, config)
         if key is not None:
-            gemm.remember(_plans, key, plan, _PLANS_KEPT)
-    return plan.run(a, b, scale_a, scale_b, bias)
+            gemm.remember(_plans, key, found, _PLANS_KEPT)
+    return found
 
 
 @dataclass
@@ -98,9 +104,6 @@ def check_device(*tensors: torch.Tensor) -> int:
 
 
 def _plan(a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum, kernel, config) -> ScaledPlan:
-    if out_dtype is None or out_dtype in fp8.FP8_DTYPES:
-        raise ZooError("out_dtype must be torch.bfloat16, torch.float16 or torch.float32: the zoo does not write "
-                       "FP8 results")
     recipe = fp8.check_scaled(a, b, scale_a, scale_b, out_dtype, bias)
     if a.dtype != torch.float8_e4m3fn or b.dtype != torch.float8_e4m3fn:
         raise ZooError(f"the zoo's FP8 kernel takes float8_e4m3fn a and b, got {a.dtype} and {b.dtype} "

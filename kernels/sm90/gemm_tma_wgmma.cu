@@ -955,7 +955,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
         if (++stage == STAGES) stage = 0, phase ^= 1;
       }
     }
-    for (int kt = w.kt_begin; kt < (PROMOTE ? w.kt_begin : w.kt_end); ++kt) {
+    for (int kt = w.kt_begin; kt < (PROMOTE ? w.kt_begin : w.kt_end); ++kt) {  // unpromoted builds' loop
       mbar_wait(full_bar + 8 * stage, phase);
       if constexpr (TF32) {
         // One commit group per k8 step, each reading its own 4 fragment registers: before a

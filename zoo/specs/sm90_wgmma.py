@@ -97,6 +97,14 @@ def _sm90_rules(c: cfgs.TileConfig) -> list[str]:
     out = []
     if c.block_k != TMA_SWIZZLE_COLS:
         out.append(f"block_k {c.block_k} must be {TMA_SWIZZLE_COLS}: one 128-byte swizzled row of A per K-tile")
+    accumulators = c.warp_m // 2 if c.swap_ab else c.warp_m // 64 * c.warp_n // 2
+    return out + _sm90_tile_rules(c) + _sm90_register_rules(c, accumulators, 40, "fp32 accumulators")
+
+
+def _sm90_tile_rules(c: cfgs.TileConfig) -> list[str]:
+    """The tiling rules of every sm90 build whatever its element size: consumer slices,
+    wgmma N, 128-byte B boxes, cluster shares."""
+    out = []
     if c.swap_ab:
         # wgmma's M (64) runs along C's columns, its N (the warp tile's rows) along C's rows.
         if c.warp_n != TMA_SWIZZLE_COLS or c.warp_m not in SWAP_AB_ROWS or c.pingpong:
@@ -122,8 +130,7 @@ def _sm90_rules(c: cfgs.TileConfig) -> list[str]:
     if (c.block_m // c.cluster_n) % 8:
         out.append(f"block_m {c.block_m} / cluster_n {c.cluster_n} is not whole 8-row swizzle atoms "
                    "(each CTA multicasts its share of A's rows)")
-    accumulators = c.warp_m // 2 if c.swap_ab else c.warp_m // 64 * c.warp_n // 2
-    return out + _sm90_register_rules(c, accumulators, 40, "fp32 accumulators")
+    return out
 
 
 def _sm90_register_rules(c: cfgs.TileConfig, accumulators: int, others: int, what: str) -> list[str]:
@@ -283,18 +290,14 @@ def _fp8_rules(c: cfgs.TileConfig) -> list[str]:
     if c.block_k != FP8_SWIZZLE_COLS:
         out.append(f"block_k {c.block_k} must be {FP8_SWIZZLE_COLS}: one 128-byte swizzled row of e4m3 per K-tile "
                    "(and one K block of the blockwise scales)")
-    if c.swap_ab:
-        out.append("the FP8 build has no swap-AB tiles")
     if c.block_n % FP8_SWIZZLE_COLS:
         out.append(f"block_n {c.block_n} must be a multiple of {FP8_SWIZZLE_COLS} (the kernel's tile split)")
     if c.promote and 128 % c.warp_n:
         out.append(f"warp_n {c.warp_n} must divide 128 with promote: a consumer's columns lie in one 128-wide "
                    "block of the blockwise scales")
-    base = [r for r in _sm90_rules(replace(c, block_k=TMA_SWIZZLE_COLS))
-            if "accumulators do not fit" not in r]  # the fp16 rules but for block_k and the register count
     accumulators = c.warp_m // 64 * c.warp_n // 2 * (2 if c.promote else 1)
-    return out + base + _sm90_register_rules(c, accumulators, 40, "fp32 accumulators (twice, promoted)"
-                                             if c.promote else "fp32 accumulators")
+    return out + _sm90_tile_rules(c) + _sm90_register_rules(
+        c, accumulators, 40, "fp32 accumulators (twice, promoted)" if c.promote else "fp32 accumulators")
 
 
 # The same source built with ZOO_FP8 (and ZOO_B_K_MAJOR): zoo.scaled_mm's e4m3 GEMM with
