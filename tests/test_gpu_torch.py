@@ -1,5 +1,7 @@
 """zoo.mm and zoo.bmm inside torch programs (issue 19): autograd, torch.compile (fullgraph,
 default, reduce-overhead), the custom ops' registrations, zoo.nn.Linear."""
+import copy
+
 import pytest
 import torch
 
@@ -86,6 +88,27 @@ def test_torch_compile_gives_torchs_answer(mode):
     if mode == "reduce-overhead":  # the zoo's ops were captured: no skip, replays into one output
         assert torch._dynamo.utils.counters["inductor"]["cudagraph_skips"] == 0
         assert out_ptrs[-1] == out_ptrs[-2], out_ptrs
+
+
+def test_inductor_calls_the_launch_path_forward_and_backward():
+    """A compiled zoo Linear's forward and backward code call the launch path
+    (extern_kernels.zoo_mm, into inductor's buffers), never the op's dispatcher fallback, and
+    give torch's gradients."""
+    from torch._inductor.utils import run_and_get_code
+    torch._dynamo.reset()
+    gen = torch.Generator(device="cuda").manual_seed(9)
+    ref = torch.nn.Sequential(torch.nn.Linear(64, 96), torch.nn.GELU(), torch.nn.Linear(96, 32)).cuda().half()
+    mine = copy.deepcopy(ref)
+    zoo.nn.convert(mine)
+    x = rand(48, 64, gen=gen)
+    compiled = torch.compile(mine)
+    _, codes = run_and_get_code(lambda: compiled(x).float().square().sum().backward())
+    assert len(codes) == 2 and all("extern_kernels.zoo_mm(" in c and "torch.ops.zoo.mm" not in c for c in codes)
+    assert sum(c.count("extern_kernels.zoo_mm(") for c in codes) == 2 + 3  # dX of the first layer is not needed
+    ref(x).float().square().sum().backward()
+    for p, q in zip(mine.parameters(), ref.parameters()):
+        assert rel(p.grad.float(), q.grad.float()) < 2e-2
+    torch._dynamo.reset()
 
 
 def test_compiled_backward_and_out():

@@ -205,6 +205,28 @@ def test_custom_ops_trace_on_meta_tensors():
         torch.ops.zoo.mm(a, b, torch.bfloat16)
 
 
+def test_inductor_calls_the_launch_path_not_the_op(monkeypatch):
+    """Under torch.compile, inductor's code calls the launch path itself, writing into its own
+    buffer (extern_kernels.zoo_mm, as extern_kernels.mm for torch.mm), not the custom op's
+    dispatcher fallback. On the CPU the launch path is stood in for by a float64 product."""
+    from torch._inductor.utils import run_and_get_code
+    calls = []
+
+    def launch(a, b, *, out, kernel=None, config=None, allow_tf32=None):
+        calls.append((tuple(a.shape), b.stride(), out.dtype, config))
+        return out.copy_(a.double() @ b.double())
+
+    monkeypatch.setattr(zoo.gemm, "mm", launch)
+    torch._dynamo.reset()
+    f = torch.compile(lambda x, w: torch.ops.zoo.mm(x, w.t(), torch.float32, None, "128x128"), fullgraph=True)
+    x, w = torch.randn(8, 16, dtype=torch.bfloat16), torch.randn(12, 16, dtype=torch.bfloat16)
+    got, (code, *_) = run_and_get_code(f, x, w)
+    assert "extern_kernels.zoo_mm(" in code and "torch.ops.zoo.mm" not in code
+    assert calls == [((8, 16), (1, 16), torch.float32, "128x128")]  # w^T read in place, the config passed
+    assert got.dtype == torch.float32 and torch.equal(got, (x.double() @ w.double().t()).float())
+    torch._dynamo.reset()
+
+
 def test_inputs_that_require_grad_go_through_the_autograd_op():
     """No silently missing gradient: an input that requires grad takes the custom op, whose
     autograd formula records the call (on the CPU the op then refuses the device)."""

@@ -28,7 +28,7 @@ from typing import Optional
 
 import torch
 
-from . import batched, conv, fp8, gemm, scaled
+from . import batched, conv, fp8, gemm, inductor, scaled
 from .cuda import ZooError
 
 
@@ -153,6 +153,7 @@ def mm_op(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype] = N
 @mm_op.register_fake
 def _(a, b, out_dtype=None, kernel_name=None, config_name=None, allow_tf32=None):
     gemm.check_shapes(a, b, out_dtype)
+    inductor.install()  # traced: inductor will call the launch path itself
     return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype or a.dtype)
 
 
