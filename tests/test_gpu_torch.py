@@ -111,6 +111,25 @@ def test_inductor_calls_the_launch_path_forward_and_backward():
     torch._dynamo.reset()
 
 
+def test_inductor_calls_the_conv_launch_path():
+    """A compiled zoo CNN's code calls conv2d's launch path (extern_kernels.zoo_conv2d), not the
+    op's fallback, and gives cuDNN's answer."""
+    from torch._inductor.utils import run_and_get_code
+    torch._dynamo.reset()
+    torch.manual_seed(5)
+    ref = torch.nn.Sequential(torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(32, 8, 1))
+    ref = ref.cuda().half().to(memory_format=torch.channels_last)
+    mine = copy.deepcopy(ref)
+    zoo.nn.convert(mine)
+    x = torch.randn(2, 16, 12, 12, device="cuda", dtype=torch.float16).to(memory_format=torch.channels_last)
+    with torch.no_grad():
+        got, (code, *_) = run_and_get_code(torch.compile(mine), x)
+        want = ref(x)
+    assert code.count("extern_kernels.zoo_conv2d(") == 2 and "torch.ops.zoo.conv2d" not in code
+    assert rel(got.float(), want.float()) < 5e-3
+    torch._dynamo.reset()
+
+
 def test_compiled_backward_and_out():
     gen = torch.Generator(device="cuda").manual_seed(4)
     a, b = rand(64, 48, gen=gen, grad=True), rand(48, 32, gen=gen, grad=True)

@@ -332,6 +332,9 @@ class ConvPlan:
     launch: gemm.Launch
     out_dtype: torch.dtype
     im2col: tuple | None   # the im2col map's arguments after the address (TMA kernels)
+    # The x and weight maps' address fields (PackedArgs.address_field), patched per call as
+    # zoo.mm's maps are; None: both maps encoded per call (no TMA, or a driver that moved them).
+    map_fields: tuple | None = None
 
     @property
     def layout(self) -> tuple:
@@ -354,10 +357,14 @@ class ConvPlan:
         if bias is not None:
             bias = bias.to(y.dtype).contiguous()  # a packed vector of y's dtype (no copy if it is one)
         with launch.lock:
-            if self.im2col is not None:
+            if self.map_fields is not None:  # xs and b are 16-byte aligned (nhwc, krsc)
+                self.map_fields[0].value = xs.data_ptr()
+                self.map_fields[1].value = b.data_ptr()
+            elif self.im2col is not None:
                 args.set_map(0, cuda.im2col_tensor_map(xs.data_ptr(), *self.im2col))
                 args.set_map(1, cuda.weights_tensor_map(b.data_ptr(), self.im2col[0], *b.shape,
                                                         self.cfg.block_n, self.cfg.block_k))
+            if self.im2col is not None:
                 if launch.c_map:
                     args.set_map_address(2, y.data_ptr())
                 args.set(4, y.data_ptr())
@@ -483,7 +490,10 @@ def plan_conv(x: torch.Tensor, shape: Conv, out_dtype: torch.dtype, kernel: str 
                                f"(corners in {cuda.IM2COL_CORNER}, strides <= {cuda.IM2COL_MAX_STRIDE})")
             spec, cfg = _without_im2col_map(limits, problem, shape)
     launch, im2col = plan_launch(spec, cfg, device_index, x, shape, out_dtype)
-    return ConvPlan(shape, spec, cfg, launch, out_dtype, im2col)
+    offset = cuda.map_address_offset("im2col") if im2col is not None else None
+    offset = offset if offset == cuda.map_address_offset("weights") else None
+    fields = None if offset is None else (launch.args.address_field(0, offset), launch.args.address_field(1, offset))
+    return ConvPlan(shape, spec, cfg, launch, out_dtype, im2col, fields)
 
 
 def automatic(limits, shape: Conv, dtype: str, out_dtype: str) -> tuple[KernelSpec, TileConfig] | None:

@@ -99,9 +99,8 @@ CUDA_HEADERS = ("mma.h", "crt/mma.h", "cuda_fp16.h", "cuda_bf16.h")  # what the 
 
 
 def cuda_include_dirs() -> list[Path]:
-    """Folders that hold the CUDA headers NVRTC needs (mma.h, crt/mma.h, cuda_fp16.h): pip
-    wheels first (CUDA 13 ships them in one folder, CUDA 12 splits crt/ into the nvcc
-    wheel), then a CUDA toolkit."""
+    """Folders holding the CUDA headers NVRTC needs (mma.h, crt/mma.h, cuda_fp16.h): pip wheels
+    first (CUDA 13's in one folder, CUDA 12's crt/ in the nvcc wheel), then a CUDA toolkit."""
     candidates = []
     with contextlib.suppress(Exception):  # pathfinder is optional; fall through to the toolkit
         from cuda import pathfinder
@@ -292,8 +291,7 @@ def _entry_header(key: str, image: bytes) -> bytes:
 
 
 def _read_cache(entry: Path, key: str) -> bytes | None:
-    """A cached cubin, or None when missing, corrupt or stored under another key (then it is
-    rebuilt)."""
+    """A cached cubin; None when missing, corrupt or stored under another key (rebuilt then)."""
     try:
         blob = entry.read_bytes()
     except OSError:
@@ -409,11 +407,10 @@ def _hot_entry_points() -> "_Hot | None":
 
 
 class StreamFork:
-    """Side streams that fork from a caller's stream and join it again, through events made
-    once: each side's work waits for the caller's work so far, and the caller's later work
-    for every side's. torch's Stream and Event objects, made or looked up per call, cost
-    several microseconds each on the lent host. The events are shared: a caller holds one
-    lock from its fork to its join."""
+    """Side streams that fork from a caller's stream and join it again, through events made once
+    (torch's Stream and Event objects cost microseconds each per call on the lent host): each
+    side waits for the caller's work so far, the caller's later work for every side's. The
+    events are shared: a caller holds one lock from its fork to its join."""
 
     def __init__(self, device_index: int, sides: list[int]):
         driver, _ = _bindings()
@@ -595,12 +592,10 @@ class Function:
 
     def launch(self, grid: tuple[int, int, int], threads: int, args: "PackedArgs", stream: int,
                device_index: int, cluster: int = 1, pdl: bool = False) -> None:
-        """Launch on `stream` with arguments packed once (PackedArgs), in thread-block
-        clusters of `cluster` blocks along x when it is above 1, in the device's primary
-        context (a caller's own current context is restored after). pdl: as a programmatic
-        dependent of the grid before it in the stream, which may still run when this one
-        starts (only for a kernel that waits for it, griddepcontrol.wait, before it touches
-        global memory: KernelSpec.pdl)."""
+        """Launch on `stream` with arguments packed once (PackedArgs), in clusters of `cluster`
+        blocks along x when above 1, in the device's primary context (a caller's own is restored
+        after). pdl: as a programmatic dependent of the grid before it, which may still run (for
+        kernels that wait for it, griddepcontrol.wait, before touching global memory: KernelSpec.pdl)."""
         fast = _HOT[0] if _HOT else _resolve_hot()
         extended = cluster > 1 or pdl  # launch attributes: cuLaunchKernelEx
         if fast is not None:
@@ -706,7 +701,7 @@ class PackedArgs:
         self.values = [self._value(v, t) for v, t in args]
         self.array = (ctypes.c_void_p * len(self.values))(*(ctypes.addressof(v) for v in self.values))
         self.address = ctypes.addressof(self.array)
-        offset = tensor_map_address_offset() if self.maps else None
+        offset = map_address_offset() if self.maps else None
         # The maps' address fields as integers, to patch with one assignment each.
         self.map_addresses = {i: ctypes.c_uint64.from_buffer(self.values[i], offset)
                               for i in self.maps} if offset is not None else None
@@ -731,6 +726,10 @@ class PackedArgs:
         """Replace the ENCODED_MAP argument at `index` by another encoded map."""
         ctypes.memmove(self.values[index], tensor_map_bytes(encoded), TENSOR_MAP_BYTES)
 
+    def address_field(self, index: int, offset: int) -> ctypes.c_uint64:
+        """The address field (at `offset`) of the encoded map at `index`, to re-point it."""
+        return ctypes.c_uint64.from_buffer(self.values[index], offset)
+
     def set_map_address(self, index: int, address: int) -> None:
         """Point the tensor map at `index` at `address` (same layout, same alignment class):
         its address field patched where the driver's encoding allows, else encoded again."""
@@ -749,6 +748,14 @@ _TMA_DTYPES = {"float16": ("CU_TENSOR_MAP_DATA_TYPE_FLOAT16", 2),
                # FP8 (zoo.scaled_mm): TMA moves bytes; wgmma reads them as e4m3
                "float8_e4m3fn": ("CU_TENSOR_MAP_DATA_TYPE_UINT8", 1)}
 TMA_SWIZZLE_BYTES = 128  # the kernels' shared-memory tiles use the 128-byte swizzle
+
+
+def _tma_dtype(dtype: str) -> tuple[str, int]:
+    """The CUtensorMapDataType name and element size of `dtype`, the driver initialized to encode."""
+    if dtype not in _TMA_DTYPES:
+        raise ZooError(f"TMA tensor maps of {dtype} are not supported ({', '.join(_TMA_DTYPES)})")
+    _check(_bindings()[0].cuInit(0), "cuInit")
+    return _TMA_DTYPES[dtype]
 
 
 def tma_layout_problem(address: int, size: int, rows: int, cols: int, row_stride: int,
@@ -793,16 +800,13 @@ def tensor_map(address: int, dtype: str, rows: int, cols: int, row_stride: int,
     read as zero, L2 promotion by l2_promotion_bytes. Pass it as a kernel argument typed None.
     Cached: it depends only on these values."""
     driver, _ = _bindings()
-    if dtype not in _TMA_DTYPES:
-        raise ZooError(f"TMA tensor maps of {dtype} are not supported ({', '.join(_TMA_DTYPES)})")
-    name, size = _TMA_DTYPES[dtype]
+    name, size = _tma_dtype(dtype)
     if problem := tma_layout_problem(address, size, rows, cols, row_stride, matrices, matrix_stride):
         raise ZooError(problem)
     stride, between = _tma_strides(size, rows, cols, row_stride, matrices, matrix_stride)
     if box_cols * size > TMA_SWIZZLE_BYTES or not (1 <= box_rows <= 256):
         raise ZooError(f"TMA box {box_rows}x{box_cols} of {dtype}: rows must be 1-256 and a row "
                        f"at most {TMA_SWIZZLE_BYTES} bytes (the swizzle span)")
-    _check(driver.cuInit(0), "cuInit")
     u64, u32 = driver.cuuint64_t, driver.cuuint32_t
     return _check(driver.cuTensorMapEncodeTiled(
         getattr(driver.CUtensorMapDataType, name), 3, address, [u64(cols), u64(rows), u64(matrices)],
@@ -833,9 +837,7 @@ def im2col_tensor_map(address: int, dtype: str, images: int, height: int, width:
     from the image's first and last pixel, `strides` (h, w) apart; 128-byte swizzle, zeros
     outside the image. Cached: it depends only on these values."""
     driver, _ = _bindings()
-    if dtype not in _TMA_DTYPES:
-        raise ZooError(f"TMA tensor maps of {dtype} are not supported ({', '.join(_TMA_DTYPES)})")
-    name, size = _TMA_DTYPES[dtype]
+    name, size = _tma_dtype(dtype)
     pixel = channels * size
     if address % 16 or pixel % 16:
         raise ZooError(f"a TMA im2col map needs a 16-byte-aligned base and pixels a multiple of 16 "
@@ -844,7 +846,6 @@ def im2col_tensor_map(address: int, dtype: str, images: int, height: int, width:
     if not all(low <= v <= high for v in (*lower, *upper)) or not all(1 <= v <= IM2COL_MAX_STRIDE for v in strides):
         raise ZooError(f"a TMA im2col map takes corners in [{low}, {high}] and strides 1-{IM2COL_MAX_STRIDE}; "
                        f"got corners {lower}, {upper}, strides {strides}")
-    _check(driver.cuInit(0), "cuInit")
     u64, u32 = driver.cuuint64_t, driver.cuuint32_t
     return _check(driver.cuTensorMapEncodeIm2col(
         getattr(driver.CUtensorMapDataType, name), 4, address,
@@ -861,12 +862,11 @@ def weights_tensor_map(address: int, dtype: str, k: int, r: int, s: int, c: int,
     innermost) at `address`: boxes of box_k output channels x box_c input channels of one
     filter tap, 128-byte swizzle, zeros past C (and K). Cached: it depends only on these values."""
     driver, _ = _bindings()
-    name, size = _TMA_DTYPES[dtype]
+    name, size = _tma_dtype(dtype)
     if address % 16 or c * size % 16 or box_c * size > TMA_SWIZZLE_BYTES or not 1 <= box_k <= 256:
         raise ZooError(f"a TMA map of {k}x{r}x{s}x{c} {dtype} weights needs a 16-byte-aligned base, rows of "
                        f"16-byte multiples and a box of at most 256 x {TMA_SWIZZLE_BYTES} B; got "
                        f"address {address:#x}, box {box_k} x {box_c}")
-    _check(driver.cuInit(0), "cuInit")
     u64, u32 = driver.cuuint64_t, driver.cuuint32_t
     return _check(driver.cuTensorMapEncodeTiled(
         getattr(driver.CUtensorMapDataType, name), 4, address,
@@ -874,14 +874,18 @@ def weights_tensor_map(address: int, dtype: str, k: int, r: int, s: int, c: int,
         [u32(box_c), u32(1), u32(1), u32(box_k)], [u32(1)] * 4, *_map_modes(driver, 256)), "cuTensorMapEncodeTiled")
 
 
+_ADDRESS_PROBES = {  # a layout of each kind of map, for map_address_offset
+    "tiled": lambda addr: tensor_map.__wrapped__(addr, "float16", 256, 256, 264, 64, 64),
+    "im2col": lambda addr: im2col_tensor_map.__wrapped__(addr, "float16", 2, 9, 9, 64, (0, 0), (0, 0), (1, 1), 64, 64),
+    "weights": lambda addr: weights_tensor_map.__wrapped__(addr, "float16", 128, 3, 3, 64, 128, 64)}
+
+
 @functools.lru_cache(maxsize=None)
-def tensor_map_address_offset() -> int | None:
-    """Where an encoded tensor map keeps its global address, found by encoding one layout at
-    three addresses: the offset at which the maps differ by exactly the address, checked by
-    patching one into the other; None when this driver encodes it some other way (then maps
-    are encoded per address)."""
-    maps = {addr: tensor_map_bytes(tensor_map.__wrapped__(addr, "float16", 256, 256, 264, 64, 64))
-            for addr in (0x10000, 0x7f0000001230, 0x5500000abc0)}
+def map_address_offset(kind: str = "tiled") -> int | None:
+    """Where an encoded map of `kind` keeps its global address: the offset at which one layout
+    encoded at three addresses differs by exactly the address (checked by patching one into
+    another); None when this driver encodes it some other way (maps encoded per address)."""
+    maps = {addr: tensor_map_bytes(_ADDRESS_PROBES[kind](addr)) for addr in (0x10000, 0x7f0000001230, 0x5500000abc0)}
     (one, first), (two, second), (three, third) = maps.items()
     for offset in range(0, TENSOR_MAP_BYTES - 7, 8):
         if int.from_bytes(first[offset:offset + 8], "little") == one and \

@@ -1,32 +1,42 @@
-"""torch.compile's inductor calls the zoo's launch path for zoo::mm, as it calls cuBLAS for aten::mm.
+"""torch.compile's inductor calls the zoo's launch path for zoo::mm and zoo::conv2d, as it calls
+cuBLAS for aten::mm.
 
 Inductor runs a custom op it has no lowering for as a fallback kernel: each call goes through
 the dispatcher into the op's Python, and through its Python autograd kernel even with grad
-off: 19-26 us of host time a GEMM against torch.mm's 13 on a lent H100 host (NOTES.md, "Llama's
-compiled prefill is the zoo op's host cost"). The lowering here makes zoo::mm an extern kernel
-with an out= variant, as inductor makes aten::mm: its generated code calls
-`extern_kernels.zoo_mm(a, b, out=buf)`, the buffer from inductor's own planning, straight into
-gemm.mm's plan cache (the eager path).
+off: 25.5 us of host time a GEMM against compiled torch.mm's 13.5 on a lent H200 host
+(NOTES.md, "Inductor calls the launch path"). The lowerings here make the ops extern kernels,
+as inductor makes aten::mm: its generated code calls `extern_kernels.zoo_mm(a, b, out=buf)`
+(an out= variant: the buffer from inductor's own planning) and
+`buf = extern_kernels.zoo_conv2d(x, w, ...)`, straight into the eager paths' plan caches
+(gemm.mm, conv.conv2d). The conv's x is asked for channels-last, the layout its kernels read.
 
 Inductor's lowering and extern-kernel API is internal: `install()` runs on the first trace
-of a zoo op (its fake implementation calls it, so importing the zoo does not import inductor),
-and where that API is missing or refuses the node the op stays inductor's fallback kernel.
+of a zoo op (the fake implementations call it, so importing the zoo does not import
+inductor), and where that API is missing or refuses a node the op stays a fallback kernel.
 """
 
 from __future__ import annotations
 
 import torch
 
-from . import gemm
+from . import conv, gemm
 
-NAME = "zoo_mm"  # extern_kernels.zoo_mm in inductor's generated code
-_installed: list = []  # [True] once install() ran (whether or not the lowering took)
+_installed: list = []  # [True] once install() ran (whether or not the lowerings took)
 
 
 def mm_into(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor, kernel_name: str | None = None,
             config_name: str | None = None, allow_tf32: bool | None = None) -> torch.Tensor:
     """zoo::mm written into inductor's buffer (its dtype is the op's out_dtype)."""
     return gemm.mm(a, b, out=out, kernel=kernel_name, config=config_name, allow_tf32=allow_tf32)
+
+
+def conv2d_made(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, *, stride, padding, dilation,
+                groups: int = 1, out_dtype: torch.dtype | None = None, kernel_name: str | None = None,
+                config_name: str | None = None) -> torch.Tensor:
+    """zoo::conv2d, its channels-last output made by the call (weights laid out per call, as
+    the op does: nothing kept in a CUDA graph's pool)."""
+    return conv.conv2d(x, w, bias, tuple(stride), tuple(padding), tuple(dilation), groups, out_dtype=out_dtype,
+                       kernel=kernel_name, config=config_name, keep_layout=False)
 
 
 def install() -> None:
@@ -40,21 +50,46 @@ def install() -> None:
         from torch._inductor.virtualized import V
     except ImportError:
         return
-    choice = ExternKernelChoice.lookup(NAME) if hasattr(ExternKernelChoice, "lookup") else None
-    choice = choice or ExternKernelChoice(mm_into, name=NAME, has_out_variant=True)
-    op = torch.ops.zoo.mm.default
 
-    @register_lowering(op, type_promotion_kind=None)
-    def _(a, b, out_dtype=None, kernel_name=None, config_name=None, allow_tf32=None):
-        try:
-            if V.graph.cpp_wrapper:  # C++ (AOTInductor) cannot call the Python launch path
-                raise NotImplementedError
-            a_in, b_in = realize_inputs(a, b)
-            layout = ir.FixedLayout(a_in.get_device(), out_dtype or a_in.get_dtype(),
-                                    [a_in.get_size()[0], b_in.get_size()[1]])
-            options = {k: v for k, v in (("kernel_name", kernel_name), ("config_name", config_name),
-                                         ("allow_tf32", allow_tf32)) if v is not None}
-            return choice.bind((a_in, b_in), layout, **options).output_node()
-        except Exception:  # an inductor whose internals differ: the op as a fallback kernel
-            return fallback_handler(op, add_to_fallback_set=False)(a, b, out_dtype, kernel_name, config_name,
-                                                                    allow_tf32)
+    def choice(fn, name: str, out_variant: bool):
+        found = ExternKernelChoice.lookup(name) if hasattr(ExternKernelChoice, "lookup") else None
+        return found or ExternKernelChoice(fn, name=name, has_out_variant=out_variant)
+
+    def lower(op, build):
+        """Register build(*args) as op's lowering; where it raises (an inductor whose internals
+        differ, or C++ wrapper code, which cannot call Python), the op's fallback kernel."""
+        @register_lowering(op, type_promotion_kind=None)
+        def _(*args, **kwargs):
+            try:
+                if V.graph.cpp_wrapper:
+                    raise NotImplementedError("AOTInductor's C++ wrapper cannot call the Python launch path")
+                return build(*args, **kwargs)
+            except Exception:
+                return fallback_handler(op, add_to_fallback_set=False)(*args, **kwargs)
+
+    mm_choice = choice(mm_into, "zoo_mm", out_variant=True)
+    conv_choice = choice(conv2d_made, "zoo_conv2d", out_variant=False)
+
+    def build_mm(a, b, out_dtype=None, kernel_name=None, config_name=None, allow_tf32=None):
+        a, b = realize_inputs(a, b)
+        layout = ir.FixedLayout(a.get_device(), out_dtype or a.get_dtype(), [a.get_size()[0], b.get_size()[1]])
+        return mm_choice.bind((a, b), layout, **_given(kernel_name=kernel_name, config_name=config_name,
+                                                       allow_tf32=allow_tf32)).output_node()
+
+    def build_conv(x, w, bias, stride, padding, dilation, groups, out_dtype=None, kernel_name=None,
+                   config_name=None):
+        inputs = [ir.ExternKernel.require_channels_last(x), ir.ExternKernel.realize_input(w)]
+        if bias is not None:
+            inputs.append(ir.ExternKernel.realize_input(bias))
+        layout = ir.FallbackKernel.tensor_to_layout(V.graph.current_node.meta["val"])  # the fake's strides
+        return conv_choice.bind(inputs, layout, stride=list(stride), padding=list(padding), dilation=list(dilation),
+                                groups=groups, **_given(out_dtype=out_dtype, kernel_name=kernel_name,
+                                                        config_name=config_name)).output_node()
+
+    lower(torch.ops.zoo.mm.default, build_mm)
+    lower(torch.ops.zoo.conv2d.default, build_conv)
+
+
+def _given(**options) -> dict:
+    """The options that were given (None: the launch path's own default)."""
+    return {k: v for k, v in options.items() if v is not None}

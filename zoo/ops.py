@@ -19,6 +19,8 @@ custom ops (torch.library) that torch.compile traces.
   config_name) -> Tensor`, the FP8 GEMM of zoo.scaled_mm (no backward, as torch._scaled_mm).
   The ops keep nothing on the device past a call (no kept table or workspace in a graph's
   pool), so the CUDA graphs of `mode="reduce-overhead"` capture and replay them.
+- Inductor calls the launch path itself for zoo::mm and zoo::conv2d (zoo/inductor.py: extern
+  kernels, as aten::mm's); the other ops run as its fallback kernels, through the dispatcher.
 """
 
 from __future__ import annotations
@@ -153,7 +155,7 @@ def mm_op(a: torch.Tensor, b: torch.Tensor, out_dtype: Optional[torch.dtype] = N
 @mm_op.register_fake
 def _(a, b, out_dtype=None, kernel_name=None, config_name=None, allow_tf32=None):
     gemm.check_shapes(a, b, out_dtype)
-    inductor.install()  # traced: inductor will call the launch path itself
+    inductor.install()  # traced: inductor calls the launch path itself (zoo/inductor.py)
     return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype or a.dtype)
 
 
@@ -224,6 +226,7 @@ def conv2d_op(x: torch.Tensor, w: torch.Tensor, bias: Optional[torch.Tensor], st
 def _(x, w, bias, stride, padding, dilation, groups, out_dtype=None, kernel_name=None, config_name=None):
     shape, out_dtype = conv.check_conv(x, w, bias, tuple(stride), tuple(padding), tuple(dilation), groups,
                                        out_dtype)
+    inductor.install()
     # conv2d returns an NHWC buffer seen as (N, K, P, Q): channels-last strides.
     return torch.empty((shape.images, shape.out_channels, shape.p, shape.q), dtype=out_dtype, device=x.device,
                        memory_format=torch.channels_last)
