@@ -206,6 +206,19 @@ def test_bad_arguments_raise(kwargs, match):
         conv.check_conv(x, w, **args)
 
 
+def test_symbolic_ints_pass_as_ints():
+    """torch.compile traces the op's int[2] arguments as SymInts where they change between
+    calls (automatic dynamic shapes): they are ints to the checks, not bad arguments."""
+    from torch._dynamo.source import ConstantSource
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+    env = ShapeEnv()
+    pad = env.create_symintnode(env.create_symbol(3, ConstantSource("pad")), hint=3)  # 0 and 1 specialize
+    assert isinstance(pad, torch.SymInt) and conv._pair("padding", [pad, pad], 0) == (pad, pad)
+    assert conv._pair("stride", pad, 1) == (pad, pad)
+    with pytest.raises(ZooError, match="padding must be an int or a pair"):
+        conv._pair("padding", [True, 1], 0)
+
+
 def test_bad_tensors_raise():
     x = torch.randn(1, 8, 8, 8, dtype=torch.float16)
     w = torch.randn(16, 8, 3, 3, dtype=torch.float16)

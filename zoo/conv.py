@@ -205,8 +205,10 @@ def flat_weights(w: torch.Tensor) -> torch.Tensor:
 
 
 def _pair(name: str, v, minimum: int) -> tuple[int, int]:
-    pair = (v, v) if isinstance(v, int) else tuple(v) if isinstance(v, (tuple, list)) else None
-    if pair is None or len(pair) != 2 or not all(isinstance(i, int) and not isinstance(i, bool) for i in pair):
+    # SymInts too: torch.compile traces the op's int[2] arguments as symbols where they change
+    pair = (v, v) if isinstance(v, (int, torch.SymInt)) else tuple(v) if isinstance(v, (tuple, list)) else None
+    if pair is None or len(pair) != 2 or not all(isinstance(i, (int, torch.SymInt)) and not isinstance(i, bool)
+                                                 for i in pair):
         raise ZooError(f"{name} must be an int or a pair of ints, got {v!r}")
     if min(pair) < minimum:
         raise ZooError(f"{name} must be >= {minimum}, got {v!r}")

@@ -17,11 +17,14 @@ inductor), and where that API is missing or refuses a node the op stays a fallba
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 
 from . import conv, gemm
 
 _installed: list = []  # [True] once install() ran (whether or not the lowerings took)
+_warned: set = set()   # the ops whose lowering failed, said once
 
 
 def mm_into(a: torch.Tensor, b: torch.Tensor, *, out: torch.Tensor, kernel_name: str | None = None,
@@ -60,12 +63,15 @@ def install() -> None:
         differ, or C++ wrapper code, which cannot call Python), the op's fallback kernel."""
         @register_lowering(op, type_promotion_kind=None)
         def _(*args, **kwargs):
-            try:
-                if V.graph.cpp_wrapper:
-                    raise NotImplementedError("AOTInductor's C++ wrapper cannot call the Python launch path")
-                return build(*args, **kwargs)
-            except Exception:
-                return fallback_handler(op, add_to_fallback_set=False)(*args, **kwargs)
+            if not V.graph.cpp_wrapper:  # AOTInductor's C++ wrapper cannot call the Python launch path
+                try:
+                    return build(*args, **kwargs)
+                except Exception as exc:  # said once per op: the op still runs, at the fallback's host cost
+                    if op not in _warned:
+                        _warned.add(op)
+                        warnings.warn(f"zoo: inductor's lowering of {op} failed ({type(exc).__name__}: {exc}); "
+                                      "it runs as inductor's fallback kernel", stacklevel=2)
+            return fallback_handler(op, add_to_fallback_set=False)(*args, **kwargs)
 
     mm_choice = choice(mm_into, "zoo_mm", out_variant=True)
     conv_choice = choice(conv2d_made, "zoo_conv2d", out_variant=False)
