@@ -224,3 +224,17 @@ def test_the_maps_follow_new_inputs_and_weights():
     plan = conv.plan_for(pairs[0][0], shape, torch.float16, None, None)
     if plan.im2col is not None:  # a TMA kernel (sm_90a)
         assert plan.map_fields is not None and plan.map_fields[0].value == pairs[-1][0].data_ptr()
+
+
+def test_a_layout_met_before_still_refuses_what_it_must():
+    """conv2d skips its checks for a layout met before (a per-layout cache, as zoo.mm's): a
+    call autograd would record is still refused, and another bias shape is checked afresh."""
+    shape = conv.Conv(1, 8, 8, 16, 32, 3, 3, (1, 1), (1, 1), (1, 1))
+    gen = torch.Generator(device="cuda").manual_seed(12)
+    x, w = conv.inputs(shape, torch.float16, gen, True)
+    assert conv.verify(x, w, zoo.conv2d(x, w, None, 1, 1), shape).ok
+    with pytest.raises(ZooError, match="no backward"):
+        zoo.conv2d(x, w.clone().requires_grad_(), None, 1, 1)
+    with pytest.raises(ZooError, match="bias must be"):
+        zoo.conv2d(x, w, torch.zeros(5, device="cuda", dtype=torch.float16), 1, 1)
+    assert conv.verify(x, w, zoo.conv2d(x, w, None, 1, 1), shape).ok

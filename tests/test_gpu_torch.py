@@ -103,7 +103,7 @@ def test_inductor_calls_the_launch_path_forward_and_backward():
     x = rand(48, 64, gen=gen)
     compiled = torch.compile(mine)
     _, codes = run_and_get_code(lambda: compiled(x).float().square().sum().backward())
-    assert len(codes) == 2 and all("extern_kernels.zoo_mm(" in c and "torch.ops.zoo.mm" not in c for c in codes)
+    assert len(codes) == 2 and all("extern_kernels.zoo_mm(" in c and "torch.ops.zoo.mm.default(" not in c for c in codes)
     assert sum(c.count("extern_kernels.zoo_mm(") for c in codes) == 2 + 3  # dX of the first layer is not needed
     ref(x).float().square().sum().backward()
     for p, q in zip(mine.parameters(), ref.parameters()):
@@ -125,7 +125,8 @@ def test_inductor_calls_the_conv_launch_path():
     with torch.no_grad():
         got, (code, *_) = run_and_get_code(torch.compile(mine), x)
         want = ref(x)
-    assert code.count("extern_kernels.zoo_conv2d(") == 2 and "torch.ops.zoo.conv2d" not in code
+    # (the op's name stays in comments and size asserts; a fallback would call it)
+    assert code.count("extern_kernels.zoo_conv2d(") == 2 and "torch.ops.zoo.conv2d.default(" not in code
     assert rel(got.float(), want.float()) < 5e-3
     torch._dynamo.reset()
 

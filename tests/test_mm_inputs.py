@@ -221,7 +221,7 @@ def test_inductor_calls_the_launch_path_not_the_op(monkeypatch):
     f = torch.compile(lambda x, w: torch.ops.zoo.mm(x, w.t(), torch.float32, None, "128x128"), fullgraph=True)
     x, w = torch.randn(8, 16, dtype=torch.bfloat16), torch.randn(12, 16, dtype=torch.bfloat16)
     got, (code, *_) = run_and_get_code(f, x, w)
-    assert "extern_kernels.zoo_mm(" in code and "torch.ops.zoo.mm" not in code
+    assert "extern_kernels.zoo_mm(" in code and "torch.ops.zoo.mm.default(" not in code
     assert calls == [((8, 16), (1, 16), torch.float32, "128x128")]  # w^T read in place, the config passed
     assert got.dtype == torch.float32 and torch.equal(got, (x.double() @ w.double().t()).float())
     torch._dynamo.reset()

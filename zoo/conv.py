@@ -271,9 +271,19 @@ def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, s
     and the kept copy would go stale.
     kernel / config name a conv kernel (zoo list) and one of its configs.
     """
-    shape, out_dtype = check_conv(x, w, bias, stride, padding, dilation, groups, out_dtype)
+    try:  # a layout met before skips the checks, as zoo.mm's plans do
+        key = (x.shape, x.stride(), w.shape, w.stride(), x.dtype, w.dtype, x.get_device(), w.get_device(),
+               x.data_ptr() % 16, stride, padding, dilation, groups, out_dtype, kernel, config,
+               None if bias is None else (bias.shape, bias.dtype, bias.get_device()))
+        plan = _calls.get(key)
+    except (AttributeError, TypeError):  # not tensors, or unhashable (lists): the checks say
+        key, plan = None, None
+    if plan is None:
+        shape, out_dtype = check_conv(x, w, bias, stride, padding, dilation, groups, out_dtype)
+        plan = plan_for(x, shape, out_dtype, kernel, config)
+        if key is not None:
+            gemm.remember(_calls, key, plan, _PLANS_KEPT)
     check_no_grad(x, w, bias)
-    plan = plan_for(x, shape, out_dtype, kernel, config)
     return plan.run(x, laid_out(plan, w) if keep_layout else plan.weights(w), bias)
 
 
@@ -311,6 +321,7 @@ def check_no_grad(x, w, bias) -> None:
 
 _PLANS_KEPT = 64
 _plans: OrderedDict = OrderedDict()
+_calls: OrderedDict = OrderedDict()  # conv2d's plans by its arguments' layout (no tensor kept)
 
 
 def plan_for(x: torch.Tensor, shape: Conv, out_dtype: torch.dtype, kernel: str | None,
@@ -354,7 +365,8 @@ class ConvPlan:
         """y (+ bias) for x and the weights as weights() lays them out."""
         sh = self.shape
         xs = nhwc(x)
-        y = torch.empty((sh.gemm_m, sh.out_channels), dtype=self.out_dtype, device=x.device)
+        y = x.new_empty((sh.gemm_m, sh.out_channels)) if self.out_dtype == x.dtype else \
+            x.new_empty((sh.gemm_m, sh.out_channels), dtype=self.out_dtype)
         launch, args = self.launch, self.launch.args
         if bias is not None:
             bias = bias.to(y.dtype).contiguous()  # a packed vector of y's dtype (no copy if it is one)
