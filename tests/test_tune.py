@@ -136,22 +136,25 @@ def test_zoo_tune_conv_writes_a_winner_that_conv2d_takes(tmp_path, monkeypatch):
     from zoo import cli, conv
     _tuning_file_in(tmp_path, monkeypatch)
     tune.forget()
-    conv._plans.clear()
+    conv.forget_plans()
+    _, shape = conv.SUITES["layer"][0]
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    x, w = conv.inputs(shape, torch.float16, gen)
+    with torch.no_grad():
+        zoo.conv2d(x, w, padding=1)  # a plan made before the tuning, with the automatic choice
     assert cli.main(["tune", "--conv", "layer", "--iters", "3", "--warmup", "1",
                      "--json", str(tmp_path / "conv.json")]) == 0
+    assert not conv._calls and not conv._plans  # made before the file changed: forgotten
     report = json.loads((tmp_path / "conv.json").read_text())
     (key, won), = report["winners"].items()
     rows = report["measured"][0]["rows"]
     assert key.startswith("conv float16->float16 32,64,56,56") and any(r["kernel"] == tune.FLAT for r in rows)
     assert all(r["verified"] for r in rows) and won["us"] == min(r["us"] for r in rows)
-    _, shape = conv.SUITES["layer"][0]
-    gen = torch.Generator(device="cuda").manual_seed(3)
-    x, w = conv.inputs(shape, torch.float16, gen)
     with torch.no_grad():
         y = zoo.conv2d(x, w, padding=1)
-    plan = conv.plan_for(x, shape, y.dtype, None, None)
+    plan, = conv._calls.values()  # the plan conv2d ran
     assert isinstance(plan, conv.FlatConvPlan) if won["kernel"] == tune.FLAT else \
         (plan.spec.name, plan.cfg.name) == (won["kernel"], won["config"])
     assert conv.verify(x, w, y, shape).ok
     tune.forget()
-    conv._plans.clear()
+    conv.forget_plans()

@@ -272,11 +272,12 @@ def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, s
     kernel / config name a conv kernel (zoo list) and one of its configs.
     """
     try:  # a layout met before skips the checks, as zoo.mm's plans do
+        # The arguments by repr: True or 1.0 (refused by the checks) must not meet a plan made for 1.
         key = (x.shape, x.stride(), w.shape, w.stride(), x.dtype, w.dtype, x.get_device(), w.get_device(),
-               x.data_ptr() % 16, stride, padding, dilation, groups, out_dtype, kernel, config,
+               x.data_ptr() % 16, repr((stride, padding, dilation, groups)), out_dtype, kernel, config,
                None if bias is None else (bias.shape, bias.dtype, bias.get_device()))
         plan = _calls.get(key)
-    except (AttributeError, TypeError):  # not tensors, or unhashable (lists): the checks say
+    except (AttributeError, TypeError):  # not tensors: the checks say what is wrong
         key, plan = None, None
     if plan is None:
         shape, out_dtype = check_conv(x, w, bias, stride, padding, dilation, groups, out_dtype)
@@ -322,6 +323,12 @@ def check_no_grad(x, w, bias) -> None:
 _PLANS_KEPT = 64
 _plans: OrderedDict = OrderedDict()
 _calls: OrderedDict = OrderedDict()  # conv2d's plans by its arguments' layout (no tensor kept)
+
+
+def forget_plans() -> None:
+    """Drop every plan (zoo tune --conv changed the choices they were made with)."""
+    _plans.clear()
+    _calls.clear()
 
 
 def plan_for(x: torch.Tensor, shape: Conv, out_dtype: torch.dtype, kernel: str | None,
@@ -505,7 +512,8 @@ def plan_conv(x: torch.Tensor, shape: Conv, out_dtype: torch.dtype, kernel: str 
             spec, cfg = _without_im2col_map(limits, problem, shape)
     launch, im2col = plan_launch(spec, cfg, device_index, x, shape, out_dtype)
     offset = cuda.map_address_offset("im2col") if im2col is not None else None
-    offset = offset if offset == cuda.map_address_offset("weights") else None
+    if offset is not None and offset != cuda.map_address_offset("weights"):
+        offset = None
     fields = None if offset is None else (launch.args.address_field(0, offset), launch.args.address_field(1, offset))
     return ConvPlan(shape, spec, cfg, launch, out_dtype, im2col, fields)
 

@@ -43,16 +43,29 @@ def conv2d_made(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = No
 
 
 def install() -> None:
+    """Register the lowerings, once. It runs inside a trace's fake-tensor mode (from the fake
+    implementations): inductor is imported outside it."""
     if _installed:
         return
     _installed.append(True)
     try:
-        from torch._inductor import ir
-        from torch._inductor.lowering import fallback_handler, register_lowering
-        from torch._inductor.select_algorithm import ExternKernelChoice, realize_inputs
-        from torch._inductor.virtualized import V
-    except ImportError:
-        return
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+        with unset_fake_temporarily():
+            _register()
+    except Exception as exc:  # an inductor whose API differs: the ops stay its fallback kernels
+        _warn("the zoo's inductor lowerings", exc)
+
+
+def _warn(what: str, exc: Exception) -> None:
+    warnings.warn(f"zoo: {what} failed ({type(exc).__name__}: {exc}); zoo ops run as inductor's fallback "
+                  "kernels (at the dispatcher's host cost)", stacklevel=3)
+
+
+def _register() -> None:
+    from torch._inductor import ir
+    from torch._inductor.lowering import fallback_handler, register_lowering
+    from torch._inductor.select_algorithm import ExternKernelChoice, realize_inputs
+    from torch._inductor.virtualized import V
 
     def choice(fn, name: str, out_variant: bool):
         found = ExternKernelChoice.lookup(name) if hasattr(ExternKernelChoice, "lookup") else None
@@ -60,17 +73,17 @@ def install() -> None:
 
     def lower(op, build):
         """Register build(*args) as op's lowering; where it raises (an inductor whose internals
-        differ, or C++ wrapper code, which cannot call Python), the op's fallback kernel."""
+        differ) or for C++ wrapper code (AOTInductor, which cannot call Python), the op's
+        fallback kernel."""
         @register_lowering(op, type_promotion_kind=None)
         def _(*args, **kwargs):
-            if not V.graph.cpp_wrapper:  # AOTInductor's C++ wrapper cannot call the Python launch path
-                try:
+            try:
+                if not V.graph.cpp_wrapper:
                     return build(*args, **kwargs)
-                except Exception as exc:  # said once per op: the op still runs, at the fallback's host cost
-                    if op not in _warned:
-                        _warned.add(op)
-                        warnings.warn(f"zoo: inductor's lowering of {op} failed ({type(exc).__name__}: {exc}); "
-                                      "it runs as inductor's fallback kernel", stacklevel=2)
+            except Exception as exc:  # said once per op
+                if op not in _warned:
+                    _warned.add(op)
+                    _warn(f"inductor's lowering of {op}", exc)
             return fallback_handler(op, add_to_fallback_set=False)(*args, **kwargs)
 
     mm_choice = choice(mm_into, "zoo_mm", out_variant=True)

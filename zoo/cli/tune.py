@@ -120,7 +120,7 @@ def tune_convs(args, idx, lim, path, key, out_name, show) -> int:
         table.add_row(label, best["name"], f"{best['us']:.1f}", f"{best['cudnn_us']:.1f}",
                       f"{model['us']:.1f}" if model else "-", str(len(rows)))
         report.append({"layer": label, "key": name, "rows": rows})
-    conv._plans.clear()  # plans made before the file changed
+    conv.forget_plans()  # plans made before the file changed
     return _saved(args, show, table, path, key, winners, report,
                   "zoo.conv2d takes these choices for these convolutions")
 
