@@ -378,14 +378,14 @@ class ConvPlan:
         if bias is not None:
             bias = bias.to(y.dtype).contiguous()  # a packed vector of y's dtype (no copy if it is one)
         with launch.lock:
-            if self.map_fields is not None:  # xs and b are 16-byte aligned (nhwc, krsc)
-                self.map_fields[0].value = xs.data_ptr()
-                self.map_fields[1].value = b.data_ptr()
-            elif self.im2col is not None:
-                args.set_map(0, cuda.im2col_tensor_map(xs.data_ptr(), *self.im2col))
-                args.set_map(1, cuda.weights_tensor_map(b.data_ptr(), self.im2col[0], *b.shape,
-                                                        self.cfg.block_n, self.cfg.block_k))
             if self.im2col is not None:
+                if self.map_fields is not None:  # xs and b are 16-byte aligned (nhwc, krsc)
+                    self.map_fields[0].value = xs.data_ptr()
+                    self.map_fields[1].value = b.data_ptr()
+                else:
+                    args.set_map(0, cuda.im2col_tensor_map(xs.data_ptr(), *self.im2col))
+                    args.set_map(1, cuda.weights_tensor_map(b.data_ptr(), self.im2col[0], *b.shape,
+                                                            self.cfg.block_n, self.cfg.block_k))
                 if launch.c_map:
                     args.set_map_address(2, y.data_ptr())
                 args.set(4, y.data_ptr())
