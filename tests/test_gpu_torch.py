@@ -158,6 +158,53 @@ def test_zoo_linear_matches_torch_linear():
     assert rel(gx, wx) < 5e-3
 
 
+def test_linear_double_backward_matches_torch():
+    """create_graph=True: Linear's backward records its products (ops.mm) for a second
+    backward; with grad off there it goes straight to the launch path. Both against torch."""
+    gen = torch.Generator(device="cuda").manual_seed(43)
+    lin = torch.nn.Linear(64, 48, device="cuda", dtype=torch.float16)
+    mine = zoo.nn.Linear.from_torch(lin)
+    x = rand(8, 64, gen=gen, grad=True)
+    results = []
+    for layer in (mine, lin):
+        (gx,) = torch.autograd.grad(layer(x).float().square().sum(), x, create_graph=True)
+        assert gx.grad_fn is not None
+        results.append((gx, *torch.autograd.grad(gx.float().square().sum(), (layer.weight, layer.bias))))
+    for got, want in zip(*results):
+        assert rel(got, want) < 1e-2
+
+
+def test_linear_without_grad_follows_each_weight_layout():
+    """zoo.nn.Linear's eager call looks its plan up by the weight's own layout (gemm.linear):
+    weights of one shape in other layouts (transposed storage, a padded row stride, an odd
+    offset: W^T read from a copy), swapped between calls, each give F.linear's answer;
+    an fp32 layer follows TF32 allowed or not."""
+    gen = torch.Generator(device="cuda").manual_seed(41)
+    base = rand(96, 128, gen=gen)
+    padded = rand(96, 136, gen=gen)[:, :128]
+    odd = rand(96 * 128 + 1, gen=gen)[1:].view(96, 128)  # 2-byte offset: not 16-byte aligned
+    weights = [base, rand(128, 96, gen=gen).t(), padded, odd, base.clone()]
+    layer = zoo.nn.Linear(128, 96, device="cuda", dtype=torch.float16)
+    x = rand(3, 7, 128, gen=gen)
+    with torch.no_grad():
+        for round_ in range(2):
+            for w in weights:
+                layer.weight = torch.nn.Parameter(w, requires_grad=False)
+                got, want = layer(x), torch.nn.functional.linear(x, w, layer.bias)
+                assert got.shape == want.shape and rel(got, want) < 5e-3, (round_, w.stride())
+        fp32 = zoo.nn.Linear(512, 256, device="cuda")
+        x32 = torch.randn(64, 512, device="cuda", generator=gen)
+        exact = torch.nn.functional.linear(x32.double(), fp32.weight.double(), fp32.bias.double())
+        before = torch.backends.cuda.matmul.allow_tf32
+        try:
+            for tf32 in (False, True, False):
+                torch.backends.cuda.matmul.allow_tf32 = tf32
+                err = rel(fp32(x32), exact)
+                assert (err > 1e-5) if tf32 else (err < 1e-6), (tf32, err)
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = before
+
+
 @pytest.mark.parametrize("m, n, k, out_dtype, b_cols, bias_dtype", [
     (4096, 4096, 4096, None, False, None),              # whole tiles, TMA epilogue
     (16, 1024, 1024, None, True, None),                  # decode rows: swap-AB tiles, B^T read in place

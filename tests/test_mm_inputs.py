@@ -250,6 +250,19 @@ def test_zoo_linear_is_a_torch_linear_with_torchs_state_dict():
     assert "extra" not in lin._parameters
 
 
+def test_zoo_linear_refuses_inputs_it_cannot_multiply():
+    """gemm.linear (a Linear's call without autograd) checks x's last dimension against the
+    weight before any view, and a CPU input is refused as zoo.mm refuses it, layout met or not."""
+    layer = zoo.nn.Linear(4, 3).half()
+    with torch.no_grad():
+        for x in (torch.randn(2, 5), torch.randn(3, 8), torch.tensor(1.0)):
+            with pytest.raises(zoo.ZooError, match="last dimension must match"):
+                layer(x.half())
+        for _ in range(2):
+            with pytest.raises(zoo.ZooError, match="CUDA"):
+                layer(torch.randn(2, 3, 4).half())
+
+
 def test_convert_swaps_what_the_zoo_runs_and_says_why_it_left_the_rest():
     """On the CPU every layer is left, each with its reason; the model is unchanged."""
     model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU())

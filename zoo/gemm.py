@@ -7,7 +7,7 @@ import functools
 import struct
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple
 
 import torch
@@ -229,6 +229,46 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None
     return plan.run(a, b, out, a_ptr, b_ptr, c_ptr, bias)
 
 
+def linear(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """x @ w^T (+ bias) over x's last dimension, as torch.nn.functional.linear, for an eager
+    call autograd does not record (zoo.nn.Linear's). mm's plan for (x viewed as a matrix, w.t()),
+    looked up by x's and w's own layouts and making the output in x's leading shape: a call
+    makes no view of x, w or the output."""
+    try:
+        x_ptr, w_ptr = x.data_ptr(), w.data_ptr()
+        key = (_LINEAR, x.shape, x.stride(), w.shape, w.stride(), x.dtype, w.dtype, x.get_device(), w.get_device(),
+               x_ptr % ALIGN_BYTES, w_ptr % ALIGN_BYTES, x.dtype == torch.float32 and tf32_allowed(x.dtype, None),
+               None if bias is None else (bias.shape, bias.stride(), bias.dtype, bias.get_device()))
+    except AttributeError:  # not tensors: mm says which argument is wrong
+        return mm(x, w.t(), bias=bias)
+    plan = _calls.get(key)
+    if plan is None:
+        plan = _plan_linear(x, w, bias)
+        remember(_calls, key, plan, _CALLS_KEPT)
+    if plan is _FOLD_BY_COPY:  # x's rows are not one matrix's: torch's reshape copies them
+        return mm(x.reshape(-1, x.shape[-1]), w.t(), bias=bias).view(*x.shape[:-1], w.shape[0])
+    if plan.copy_a or plan.copy_b:  # an input read from a copy: the copy takes the matrix views
+        return plan.run(x.view(-1, x.shape[-1]), w.t(), None, bias=bias)
+    return plan.run(x, w, None, x_ptr, w_ptr, None, bias)
+
+
+def _plan_linear(x, w, bias) -> "CallPlan":
+    if not isinstance(w, torch.Tensor) or w.dim() != 2 or x.dim() == 0 or x.shape[-1] != w.shape[1]:
+        got = tuple(w.shape) if isinstance(w, torch.Tensor) else type(w).__name__
+        raise ZooError(f"linear: x's last dimension must match the weight's (out_features, in_features), "
+                       f"got x {tuple(x.shape)} and weight {got}")
+    try:
+        matrix = x.view(-1, x.shape[-1])
+    except RuntimeError:
+        return _FOLD_BY_COPY
+    plan = plan_call(matrix, w.t(), None, None, None, None, None, bias)
+    return replace(plan, shape=(*x.shape[:-1], w.shape[0]))
+
+
+_LINEAR = "x @ w^T"  # linear's keys in _calls, apart from mm's
+_FOLD_BY_COPY = "x.reshape copies"  # linear's plan for an x that is no matrix's view
+
+
 def _plus(y: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
     """y + bias, in place (y is the call's own output, or out), where autograd or tracing
     records the product: the op has no bias. The bias is checked as the launch path checks it
@@ -267,8 +307,13 @@ class CallPlan:
     aligned: bool
     extents: tuple[int, int, int]  # bytes from data_ptr() to the end of a, b, out's span
     options: dict                  # the call's kernel, config, out_dtype, allow_tf32
-    same_dtype: bool               # C in a's dtype: a.new_empty((m, n)) makes it
+    same_dtype: bool               # C in a's dtype: a.new_empty(shape) makes it
     bias_copy: bool = False        # the bias is not a packed vector of C's dtype: converted per call
+    shape: tuple | None = None     # the output's shape: (m, n), or linear's (*x's leading dims, n)
+
+    def __post_init__(self):
+        if self.shape is None:
+            self.shape = (self.m, self.n)
 
     def run(self, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None,
             a_ptr: int | None = None, b_ptr: int | None = None, out_ptr: int | None = None,
@@ -278,7 +323,7 @@ class CallPlan:
             # From a, as torch.empty with a dtype and a device costs more to parse. No device
             # tensor is kept in the plan: one made while torch routes allocations to a CUDA-graph
             # pool would stay alive there (torch.compile's reduce-overhead mode refuses that).
-            c = a.new_empty((self.m, self.n)) if self.same_dtype else a.new_empty((self.m, self.n), dtype=self.out_dtype)
+            c = a.new_empty(self.shape) if self.same_dtype else a.new_empty(self.shape, dtype=self.out_dtype)
         else:  # a and b do not require grad here while grad is on: mm sent those to the op
             if out.requires_grad and torch.is_grad_enabled():
                 raise ZooError(AUTOGRAD_MESSAGE)

@@ -27,20 +27,21 @@ class Linear(torch.nn.Linear):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         w, bias = self.weight, self.bias
         compiling = torch.compiler.is_compiling()
-        if compiling or ops._dtensor(x, w, bias):
+        if compiling or (_subclassed(x, w, bias) and ops._dtensor(x, w, bias)):
             if not compiling:
                 ops.ensure_sharding()
             y = torch.ops.zoo.mm(x.reshape(-1, self.in_features), w.t())  # traced, or sharded by its rules
             if bias is not None:
                 y = y + bias
             return y.view(*x.shape[:-1], self.out_features)
-        # The eager path, at torch's host cost where it can be: no reshape for a matrix, and
-        # torch's C++ Function.apply (_apply_linear) where no functorch transform is active.
+        # The eager path, at torch's host cost where it can be: without autograd no view of x,
+        # w or the output (gemm.linear); with it no reshape for a matrix, and torch's C++
+        # Function.apply (_apply_linear) where no functorch transform is active.
+        if not (torch.is_grad_enabled() and (x.requires_grad or w.requires_grad
+                                             or (bias is not None and bias.requires_grad))):
+            return gemm.linear(x, w, bias)
         x2 = x if x.dim() == 2 else x.reshape(-1, self.in_features)
-        if torch.is_grad_enabled() and (x.requires_grad or w.requires_grad or (bias is not None and bias.requires_grad)):
-            y = _apply_linear(x2, w, bias) if not _functorch_active() else LinearFunction.apply(x2, w, bias)
-        else:
-            y = gemm.mm(x2, w.t(), bias=bias)
+        y = _apply_linear(x2, w, bias) if not _functorch_active() else LinearFunction.apply(x2, w, bias)
         return y if x.dim() == 2 else y.view(*x.shape[:-1], self.out_features)
 
     @classmethod
@@ -56,14 +57,16 @@ class LinearFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x2, w, bias):
         ctx.save_for_backward(x2, w)
-        return gemm.mm(x2, w.t(), bias=bias)
+        return gemm.linear(x2, w, bias)
 
     @staticmethod
     def backward(ctx, grad):
         x2, w = ctx.saved_tensors
         need_x, need_w, need_b = ctx.needs_input_grad
-        # ops.mm: a double backward (create_graph) records these products in turn
-        return (ops.mm(grad, w) if need_x else None, ops.mm(grad.t(), x2) if need_w else None,
+        # ops.mm where a double backward (create_graph) records these products in turn; else
+        # the launch path straight away (grad off: nothing to record)
+        mm = ops.mm if torch.is_grad_enabled() else gemm.mm
+        return (mm(grad, w) if need_x else None, mm(grad.t(), x2) if need_w else None,
                 grad.sum(0) if need_b else None)
 
 
@@ -72,6 +75,13 @@ class LinearFunction(torch.autograd.Function):
 # and costs about a third of the node's host time.
 _apply_linear = super(torch.autograd.Function, LinearFunction).apply
 _functorch_active = torch._C._are_functorch_transforms_active
+_PLAIN = frozenset((torch.Tensor, torch.nn.Parameter))
+
+
+def _subclassed(x, w, bias) -> bool:
+    """Whether any of the three is other than a plain tensor or parameter (a DTensor, say):
+    two type lookups for the common call, ops._dtensor's test only past them."""
+    return type(x) not in _PLAIN or type(w) not in _PLAIN or (bias is not None and type(bias) not in _PLAIN)
 
 
 class Conv2d(torch.nn.Conv2d):
