@@ -348,3 +348,19 @@ def test_convolutions_of_64_channels_or_fewer_take_the_64_wide_tile():
         assert cfg.name == "128x64pp" and cfg.narrow, (n, k)
     for n in (65, 128, 256):
         assert registry.select(lim, registry.Problem(100352, n, 576), op="conv")[1].block_n > 64
+
+
+def test_the_plans_key_tells_arguments_apart_by_their_repr():
+    """conv2d keys its plans by the arguments' repr, kept by identity for immutable ones: True,
+    1.0 and 1 never share a key, a list (mutable) is read afresh each call, and a kept
+    repr holds its objects (no other object can take their ids)."""
+    one, two = (1, 1), (2, 2)
+    assert conv._arguments(one, one, one, 1) == conv._arguments(one, one, one, 1) == repr((one, one, one, 1))
+    assert conv._arguments(True, one, one, 1) != conv._arguments(1, one, one, 1)
+    assert conv._arguments(one, 1.0, one, 1) != conv._arguments(one, 1, one, 1)
+    padding = [1, 1]
+    first = conv._arguments(two, padding, one, 1)
+    padding[0] = 3
+    assert conv._arguments(two, padding, one, 1) != first == repr((two, [1, 1], one, 1))
+    kept = next(v for v in conv._argument_reprs.values() if v[1] == repr((one, one, one, 1)))
+    assert kept[0][0] is one

@@ -218,15 +218,55 @@ def test_the_maps_follow_new_inputs_and_weights():
     shape = conv.Conv(2, 10, 10, 64, 128, 3, 3, (1, 1), (1, 1), (1, 1))
     gen = torch.Generator(device="cuda").manual_seed(11)
     pairs = [conv.inputs(shape, torch.float16, gen, True) for _ in range(3)]
+    pairs = [(x, w.contiguous(memory_format=torch.channels_last)) for x, w in pairs]  # both read in place
     for x, w in pairs:
         check = conv.verify(x, w, zoo.conv2d(x, w, None, 1, 1), shape, None)
         assert check.ok, check.describe()
-    plan = next(p for p in conv._calls.values() if p.shape == shape)  # the plan conv2d ran
+    plan, in_place = next(c for c in conv._calls.values() if c[0].shape == shape)  # the plan conv2d ran
+    assert in_place == (plan.im2col is not None)  # channels-last inputs: the TMA kernel reads them as they are
     if plan.im2col is not None:  # a TMA kernel (sm_90a): patched wherever the driver's maps allow it
         offset = cuda.map_address_offset("im2col")
         assert (plan.map_fields is not None) == (offset is not None and offset == cuda.map_address_offset("weights"))
         if plan.map_fields is not None:
             assert plan.map_fields[0].value == pairs[-1][0].data_ptr()
+            assert plan.map_fields[1].value == pairs[-1][1].data_ptr()
+
+
+def _at_odd_address(t: torch.Tensor) -> torch.Tensor:
+    """t's values in a tensor of t's strides whose base is 2 bytes past a 16-byte boundary."""
+    storage = torch.empty(t.untyped_storage().nbytes() // t.element_size() + 1, device=t.device, dtype=t.dtype)
+    out = storage[1:].as_strided(t.shape, t.stride())
+    out.copy_(t)
+    return out
+
+
+def test_inputs_are_read_in_place_only_where_their_layout_allows():
+    """conv2d reads a channels-last, 16-byte-aligned x and w in place (addresses only, no
+    view a call) and lays out any other: each mix of layouts and addresses for one shape,
+    twice (the second call from the per-layout cache), gives cuDNN's answer, as do a bias
+    that needs converting and fp32 out; the output is (N, K, P, Q), channels-last."""
+    shape = conv.Conv(2, 9, 9, 64, 64, 3, 3, (2, 2), (1, 1), (1, 1))
+    gen = torch.Generator(device="cuda").manual_seed(12)
+    x, w = conv.inputs(shape, torch.float16, gen, True)
+    w_last = w.contiguous(memory_format=torch.channels_last)
+    xs = [x, _at_odd_address(x), x.contiguous()]
+    ws = [w_last, _at_odd_address(w_last), w]
+    biases = [None, torch.randn(64, device="cuda", generator=gen),
+              torch.randn(128, device="cuda", dtype=torch.float16, generator=gen)[::2]]
+    with torch.no_grad():
+        for xi in xs:
+            for wi in ws:
+                for bias in biases:
+                    for out_dtype in (None, torch.float32):
+                        for _ in range(2):
+                            y = zoo.conv2d(xi, wi, bias, 2, 1, out_dtype=out_dtype)
+                            assert y.shape == (2, 64, 5, 5) and y.is_contiguous(memory_format=torch.channels_last)
+                            assert y.dtype == (out_dtype or torch.float16)
+                            check = conv.verify(xi, wi, y, shape, bias)
+                            assert check.ok, (xi.stride(), wi.stride(), bias is None, out_dtype, check.describe())
+    in_place = {(c[0].shape, c[1]) for c in conv._calls.values() if c[0].shape == shape}
+    if gemm.device_limits(torch.cuda.current_device()).cc >= (9, 0):
+        assert (shape, True) in in_place and (shape, False) in in_place
 
 
 def test_a_layout_met_before_still_refuses_what_it_must():

@@ -272,20 +272,50 @@ def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, s
     kernel / config name a conv kernel (zoo list) and one of its configs.
     """
     try:  # a layout met before skips the checks, as zoo.mm's plans do
-        # The arguments by repr: True or 1.0 (refused by the checks) must not meet a plan made for 1.
+        x_ptr, w_ptr = x.data_ptr(), w.data_ptr()
         key = (x.shape, x.stride(), w.shape, w.stride(), x.dtype, w.dtype, x.get_device(), w.get_device(),
-               x.data_ptr() % 16, repr((stride, padding, dilation, groups)), out_dtype, kernel, config,
-               None if bias is None else (bias.shape, bias.dtype, bias.get_device()))
-        plan = _calls.get(key)
+               x_ptr % 16, w_ptr % 16, _arguments(stride, padding, dilation, groups), out_dtype, kernel, config,
+               None if bias is None else (bias.shape, bias.stride(), bias.dtype, bias.get_device()))
+        plan, in_place = _calls.get(key, _UNPLANNED)
     except (AttributeError, TypeError):  # not tensors: the checks say what is wrong
-        key, plan = None, None
+        key, plan, in_place = None, None, False
     if plan is None:
         shape, out_dtype = check_conv(x, w, bias, stride, padding, dilation, groups, out_dtype)
         plan = plan_for(x, shape, out_dtype, kernel, config)
+        # Read in place: the TMA kernel reads a channels-last x and w as they are (nhwc and krsc
+        # make views), so a call needs their addresses only, not the views.
+        in_place = isinstance(plan, ConvPlan) and plan.im2col is not None and _packed(x) and _packed(w)
         if key is not None:
-            gemm.remember(_calls, key, plan, _PLANS_KEPT)
+            gemm.remember(_calls, key, (plan, in_place), _PLANS_KEPT)
     check_no_grad(x, w, bias)
+    if in_place:
+        return plan.run(x, w, bias, x_ptr, w_ptr)
     return plan.run(x, laid_out(plan, w) if keep_layout else plan.weights(w), bias)
+
+
+_UNPLANNED = (None, False)
+
+
+def _arguments(stride, padding, dilation, groups) -> str:
+    """The arguments as the plans' key has them: by repr, so that True or 1.0 (refused by the
+    checks) never meet a plan made for 1. The repr of immutable arguments is kept by their
+    identity (a call passing the same tuples, a layer's, skips the repr), holding them so that
+    no other object takes their id."""
+    ids = (id(stride), id(padding), id(dilation), id(groups))
+    kept = _argument_reprs.get(ids)
+    if kept is not None:
+        return kept[1]
+    held = (stride, padding, dilation, groups)
+    text = repr(held)
+    if all(type(v) is int or (type(v) is tuple and all(type(e) is int for e in v)) for v in held):
+        gemm.remember(_argument_reprs, ids, (held, text), _ARGUMENTS_KEPT)
+    return text
+
+
+_ARGUMENTS_KEPT = 1024  # a layer's own tuples each: more than a large CNN's convolutions
+
+
+_argument_reprs: OrderedDict = OrderedDict()
 
 
 # A weight's copy in the layout a kernel reads, kept per weight tensor (weakly: it goes with the
@@ -368,37 +398,54 @@ class ConvPlan:
             return krsc(w)
         return weight_matrix(w, self.shape.c_pad(self.cfg.block_k))
 
-    def run(self, x: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-        """y (+ bias) for x and the weights as weights() lays them out."""
-        sh = self.shape
-        xs = nhwc(x)
-        y = x.new_empty((sh.gemm_m, sh.out_channels)) if self.out_dtype == x.dtype else \
-            x.new_empty((sh.gemm_m, sh.out_channels), dtype=self.out_dtype)
+    def run(self, x: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None,
+            x_ptr: int | None = None, b_ptr: int | None = None) -> torch.Tensor:
+        """y (+ bias) for x and the weights as weights() lays them out; x_ptr and b_ptr: the
+        addresses the kernel reads, where the caller knows x and w are read in place (b is w)."""
+        if x_ptr is None:
+            x_ptr, b_ptr = nhwc(x).data_ptr(), b.data_ptr()
+        # The (N, K, P, Q) result with channels-last strides: the GEMM's (N*P*Q, K) row-major
+        # output, made in its final shape (a view of it costs as much as the allocation).
+        y = x.new_empty_strided(self.out_size, self.out_strides) if self.out_dtype == x.dtype else \
+            x.new_empty_strided(self.out_size, self.out_strides, dtype=self.out_dtype)
+        y_ptr = y.data_ptr()
         launch, args = self.launch, self.launch.args
-        if bias is not None:
-            bias = bias.to(y.dtype).contiguous()  # a packed vector of y's dtype (no copy if it is one)
+        if bias is not None and (bias.dtype != y.dtype or bias.stride(0) != 1):
+            bias = bias.to(y.dtype).contiguous()  # a packed vector of y's dtype
         with launch.lock:
             if self.im2col is not None:
-                if self.map_fields is not None:  # xs and b are 16-byte aligned (nhwc, krsc)
-                    self.map_fields[0].value = xs.data_ptr()
-                    self.map_fields[1].value = b.data_ptr()
+                if self.map_fields is not None:  # x and b are 16-byte aligned (nhwc, krsc)
+                    self.map_fields[0].value = x_ptr
+                    self.map_fields[1].value = b_ptr
                 else:
-                    args.set_map(0, cuda.im2col_tensor_map(xs.data_ptr(), *self.im2col))
-                    args.set_map(1, cuda.weights_tensor_map(b.data_ptr(), self.im2col[0], *b.shape,
+                    args.set_map(0, cuda.im2col_tensor_map(x_ptr, *self.im2col))
+                    sh = self.shape  # b: K x R x S x C8 (krsc)
+                    args.set_map(1, cuda.weights_tensor_map(b_ptr, self.im2col[0], sh.out_channels, sh.r, sh.s,
+                                                            _aligned_channels(sh.channels),
                                                             self.cfg.block_n, self.cfg.block_k))
                 if launch.c_map:
-                    args.set_map_address(2, y.data_ptr())
-                args.set(4, y.data_ptr())
+                    args.set_map_address(2, y_ptr)
+                args.set(4, y_ptr)
                 if launch.bias_slot is not None:
                     args.set(launch.bias_slot, 0 if bias is None else bias.data_ptr())
             else:
-                args.set(0, xs.data_ptr())
-                args.set(1, b.data_ptr())
-                args.set(2, y.data_ptr())
+                args.set(0, x_ptr)
+                args.set(1, b_ptr)
+                args.set(2, y_ptr)
             launch._fire()
         if bias is not None and launch.bias_slot is None:
-            y.add_(bias)
-        return nchw_view(y, sh)
+            y.permute(0, 2, 3, 1).add_(bias)  # along K, the channels-last rows
+        return y
+
+    @functools.cached_property
+    def out_size(self) -> tuple[int, int, int, int]:
+        sh = self.shape
+        return sh.images, sh.out_channels, sh.p, sh.q
+
+    @functools.cached_property
+    def out_strides(self) -> tuple[int, int, int, int]:
+        sh = self.shape
+        return sh.p * sh.q * sh.out_channels, 1, sh.q * sh.out_channels, sh.out_channels
 
 
 @dataclass
@@ -440,22 +487,28 @@ def nchw_view(y: torch.Tensor, shape: Conv) -> torch.Tensor:
 def nhwc(x: torch.Tensor) -> torch.Tensor:
     """x as a packed NHWC tensor (N, H, W, C8) the kernels read: a view of a channels-last x
     with C a multiple of 8 and a 16-byte-aligned base; otherwise a copy (channels zero-padded)."""
-    n, c, h, w = x.shape
-    c8 = _aligned_channels(c)
-    if c == c8 and x.is_contiguous(memory_format=torch.channels_last) and x.data_ptr() % 16 == 0:
+    if _packed(x):
         return x.permute(0, 2, 3, 1)
-    out = torch.zeros((n, h, w, c8), dtype=x.dtype, device=x.device)
+    n, c, h, w = x.shape
+    out = torch.zeros((n, h, w, _aligned_channels(c)), dtype=x.dtype, device=x.device)
     out[..., :c].copy_(x.permute(0, 2, 3, 1))
     return out
+
+
+def _packed(t: torch.Tensor) -> bool:
+    """Whether nhwc / krsc read t (an x or a w) in place: channels-last, C a multiple of 8, a
+    16-byte-aligned base."""
+    return t.shape[1] % CHANNEL_ALIGN == 0 and t.is_contiguous(memory_format=torch.channels_last) \
+        and t.data_ptr() % 16 == 0
 
 
 def krsc(w: torch.Tensor) -> torch.Tensor:
     """w (K, C, R, S) as packed (K, R, S, C8) weights, channels innermost: a view of a
     channels-last w whose C is a multiple of 8, else one copy (channels zero-padded)."""
+    if _packed(w):
+        return w.permute(0, 2, 3, 1)
     k, c, r, s = w.shape
     c8 = _aligned_channels(c)
-    if c == c8 and w.is_contiguous(memory_format=torch.channels_last) and w.data_ptr() % 16 == 0:
-        return w.permute(0, 2, 3, 1)
     out = torch.empty((k, r, s, c8), dtype=w.dtype, device=w.device)
     if c8 > c:
         out[..., c:].zero_()

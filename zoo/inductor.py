@@ -38,8 +38,20 @@ def conv2d_made(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = No
                 config_name: str | None = None) -> torch.Tensor:
     """zoo::conv2d, its channels-last output made by the call (weights laid out per call, as
     the op does: nothing kept in a CUDA graph's pool)."""
-    return conv.conv2d(x, w, bias, tuple(stride), tuple(padding), tuple(dilation), groups, out_dtype=out_dtype,
-                       kernel=kernel_name, config=config_name, keep_layout=False)
+    return conv.conv2d(x, w, bias, _interned(stride), _interned(padding), _interned(dilation), groups,
+                       out_dtype=out_dtype, kernel=kernel_name, config=config_name, keep_layout=False)
+
+
+def _interned(values) -> tuple:
+    """The op's int[2] (ints: the fake implementation checked them when traced) as one tuple
+    object per value, so conv2d's plan key finds their repr by identity (conv._arguments)."""
+    t = tuple(values)
+    if len(_INTERNED) > 256:
+        _INTERNED.clear()
+    return _INTERNED.setdefault(t, t)
+
+
+_INTERNED: dict = {}
 
 
 def install() -> None:
