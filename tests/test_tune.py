@@ -117,16 +117,35 @@ def test_a_tuned_convolution_is_planned_with_its_winner(tmp_path, monkeypatch):
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     made = []
     monkeypatch.setattr(conv, "flat_plan", lambda x, sh, out: made.append(("flat", sh)) or "flat plan")
-    monkeypatch.setattr(conv, "plan_launch", lambda spec, cfg, *a: made.append((spec.name, cfg.name)) or (None, None))
+    monkeypatch.setattr(conv, "plan_launch", lambda spec, cfg, *a: made.append((spec.name, cfg.name, a[-1])) or (None, None))
     x = torch.empty(32, 64, 56, 56, device="meta", dtype=torch.float16)
     assert conv.plan_conv(x, shape, torch.float16, None, None) == "flat plan" and made[-1] == ("flat", shape)
     winners[key] = {"kernel": registry.SM90_CONV.name, "config": "128x128", "us": 1.0, "cudnn_us": 2.0}
     conv.plan_conv(x, shape, torch.float16, None, None)
-    assert made[-1] == (registry.SM90_CONV.name, "128x128")
+    assert made[-1] == (registry.SM90_CONV.name, "128x128", None)  # no splits named: the registry's rule
+    winners[key]["splits"] = 3
+    conv.plan_conv(x, shape, torch.float16, None, None)
+    assert made[-1] == (registry.SM90_CONV.name, "128x128", 3)
     other = conv.Conv(32, 56, 56, 64, 64, 3, 3, (2, 2), (1, 1), (1, 1))  # not in the file
     auto = registry.select(arch.offline("sm_90a"), registry.Problem(other.gemm_m, 64, other.gemm_k), op="conv")[1]
     conv.plan_conv(x, other, torch.float16, None, None)
-    assert made[-1] == (registry.SM90_CONV.name, auto.name)
+    assert made[-1] == (registry.SM90_CONV.name, auto.name, None)
+
+
+def test_conv_tuning_tries_split_k_where_tiles_leave_sms_idle(monkeypatch):
+    """zoo tune --conv's candidates: every conv config with the registry's split rule, and on
+    the TMA conv kernel 1-4 slices of K where the config's tiles are fewer than the SMs (a 7x7
+    layer of batch 32: 52 tiles of 128x128 for 132 SMs), none where they fill them."""
+    from zoo import arch, conv, registry, tuner
+    monkeypatch.setattr(tuner.gemm, "device_limits", lambda idx: arch.offline("sm_90a"))
+    small = conv.Conv(32, 7, 7, 512, 512, 3, 3, (1, 1), (1, 1), (1, 1))
+    large = conv.Conv(32, 56, 56, 64, 256, 1, 1, (1, 1), (0, 0), (1, 1))
+    picks = tuner.conv_candidates(0, small, "float16", "float16")
+    tma = {(cfg.name, n) for spec, cfg, n in picks if spec is registry.SM90_CONV}
+    assert {("128x128", n) for n in (None, 1, 2, 3, 4)} <= tma  # 72 K-tiles: 4 slices of 18
+    assert all(n is None for spec, _, n in picks if spec is not registry.SM90_CONV)  # the others cannot split
+    assert picks[-1] == (None, None, None)  # the flat K
+    assert all(n is None for _, _, n in tuner.conv_candidates(0, large, "float16", "float16"))
 
 
 @pytest.mark.gpu

@@ -534,11 +534,12 @@ def weight_matrix(w: torch.Tensor, c_pad: int, rows: int | None = None) -> torch
 
 
 def plan_conv(x: torch.Tensor, shape: Conv, out_dtype: torch.dtype, kernel: str | None,
-              config: str | None) -> ConvPlan | FlatConvPlan:
+              config: str | None, splits: int | None = None) -> ConvPlan | FlatConvPlan:
     """The kernel and config for the convolution's GEMM (the one named; else what `zoo tune
     --conv` measured fastest for this shape on this GPU, where it did; else `automatic`'s),
     compiled on first use, and its launch; or the flat-K plan where the tuning or `automatic`
-    chose it."""
+    chose it. splits: slices of K for a split-K kernel (None: the tuned count, else the
+    registry's rule)."""
     device_index = x.device.index if x.device.index is not None else torch.cuda.current_device()
     limits = gemm.device_limits(device_index)
     dtype, out_name = gemm._dtype_name(x.dtype), gemm._dtype_name(out_dtype)
@@ -548,7 +549,7 @@ def plan_conv(x: torch.Tensor, shape: Conv, out_dtype: torch.dtype, kernel: str 
             return flat_plan(x, shape, out_dtype)
         if tuned is not None:
             try:
-                return plan_conv(x, shape, out_dtype, tuned.kernel, tuned.config)
+                return plan_conv(x, shape, out_dtype, tuned.kernel, tuned.config, tuned.splits)
             except ZooError as exc:  # a winner this zoo no longer has: the registry decides
                 cuda._warn_once(f"tuned conv choice {tuned} not used: {exc}")
         chosen = automatic(limits, shape, dtype, out_name)
@@ -563,7 +564,7 @@ def plan_conv(x: torch.Tensor, shape: Conv, out_dtype: torch.dtype, kernel: str 
                 raise ZooError(f"{spec.name} reads x through a TMA im2col map, which cannot express {shape.describe()} "
                                f"(corners in {cuda.IM2COL_CORNER}, strides <= {cuda.IM2COL_MAX_STRIDE})")
             spec, cfg = _without_im2col_map(limits, problem, shape)
-    launch, im2col = plan_launch(spec, cfg, device_index, x, shape, out_dtype)
+    launch, im2col = plan_launch(spec, cfg, device_index, x, shape, out_dtype, splits)
     offset = cuda.map_address_offset("im2col") if im2col is not None else None
     if offset is not None and offset != cuda.map_address_offset("weights"):
         offset = None
@@ -615,9 +616,10 @@ def _im2col_fits(shape: Conv) -> bool:
 
 
 def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, x: torch.Tensor, shape: Conv,
-                out_dtype: torch.dtype) -> tuple[gemm.Launch, tuple | None]:
+                out_dtype: torch.dtype, splits: int | None = None) -> tuple[gemm.Launch, tuple | None]:
     """The launch of a conv kernel for this shape (addresses filled in per call), and for a TMA
-    kernel the im2col map's arguments after its address."""
+    kernel the im2col map's arguments after its address. splits: K's slices (None: the
+    registry's rule; kernels without split-K run whole)."""
     m, n, k = shape.gemm_m, shape.out_channels, shape.r * shape.s * shape.c_pad(cfg.block_k)
     ldb = _aligned_channels(n)  # weight_matrix's row stride
     dtype, out_name = gemm._dtype_name(x.dtype), gemm._dtype_name(out_dtype)
@@ -630,7 +632,10 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, x: torch.T
                     (k, cuda.INT32), (ldb, cuda.INT32), (n, cuda.INT32), geometry]
             return gemm.Launch(fn, device_index, grid, cfg.threads, cfg.cluster_size, args, slots=(0, 1, 2)), None
         resident = gemm._resident_clusters(spec, cfg, fn, device_index)
-        splits = registry.split_k(spec, cfg, m, n, k, resident, dram_gbps=gemm.device_limits(device_index).dram_gbps)
+        if splits is None or not spec.split_k:
+            splits = registry.split_k(spec, cfg, m, n, k, resident, dram_gbps=gemm.device_limits(device_index).dram_gbps)
+        elif not 1 <= splits <= k // cfg.block_k:
+            raise ZooError(f"{spec.name} [{cfg.name}]: {splits} slices of K for {k // cfg.block_k} K-tiles")
         grid = spec.grid(cfg, m, n, resident, splits)
         (_, _), (b_rows, b_cols), (c_rows, c_cols) = spec.tma_boxes(cfg, torch.tensor([], dtype=out_dtype).element_size())
         lower, upper = shape.im2col_corners()

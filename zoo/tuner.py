@@ -109,16 +109,26 @@ def measure_choices(choices, problem, warmup: int, iters: int, seed: int, limits
         return timings, checks, sets
 
 
-def conv_candidates(device_index: int, shape, dtype: str, out_dtype: str) -> list[tuple[object, object]]:
-    """Every (conv kernel, config) that can run a convolution on the device (each kernel that
-    computes the dtypes, each config that fits; TMA kernels only where their im2col map can
-    express the shape), then (None, None): conv2d's flat K."""
+def conv_candidates(device_index: int, shape, dtype: str, out_dtype: str) -> list[tuple[object, object, int | None]]:
+    """Every (conv kernel, config, splits) that can run a convolution on the device (each kernel
+    that computes the dtypes, each config that fits; TMA kernels only where their im2col map
+    can express the shape), then (None, None, None): conv2d's flat K. splits: None for the
+    registry's split-K rule; where a config's tiles leave SMs idle (under one wave), also
+    1-4 slices of at least MIN_SPLIT_K_TILES K-tiles (the small-spatial layers' candidates)."""
     from . import conv
     limits = gemm.device_limits(device_index)
     problem = registry.Problem(shape.gemm_m, shape.out_channels, shape.gemm_k, dtype, out_dtype)
-    out = [(spec, cfg) for spec in registry.eligible(limits.cc, problem, "conv") for cfg in spec.configs
-           if not configs.problems(cfg, spec, limits) and (not spec.tma_boxes or conv._im2col_fits(shape))]
-    return out + [(None, None)]
+    out = []
+    for spec in registry.eligible(limits.cc, problem, "conv"):
+        for cfg in spec.configs:
+            if configs.problems(cfg, spec, limits) or (spec.tma_boxes and not conv._im2col_fits(shape)):
+                continue
+            splits = [None]
+            if spec.split_k and spec.tma_boxes and registry.stacks(cfg, shape.gemm_m, shape.out_channels) < limits.sm_count:
+                k_tiles = shape.r * shape.s * shape.c_pad(cfg.block_k) // cfg.block_k
+                splits += [n for n in (1, 2, 3, 4) if k_tiles // n >= registry.MIN_SPLIT_K_TILES]
+            out += [(spec, cfg, n) for n in splits]
+    return out + [(None, None, None)]
 
 
 def measure_conv(device_index: int, shape, dtype: str, out_dtype: str, iters: int = 20, warmup: int = 5,
@@ -139,15 +149,15 @@ def measure_conv(device_index: int, shape, dtype: str, out_dtype: str, iters: in
     rows = []
     torch.backends.cudnn.benchmark = True
     with torch.no_grad():
-        for spec, cfg in conv_candidates(device_index, shape, dtype, out_dtype):
+        for spec, cfg, splits in conv_candidates(device_index, shape, dtype, out_dtype):
             x, w = inputs[0]
             plan = conv.flat_plan(x, shape, t_out) if spec is None else \
-                conv.plan_conv(x, shape, t_out, spec.name, cfg.name)
+                conv.plan_conv(x, shape, t_out, spec.name, cfg.name, splits)
             weights = [plan.weights(w_i) for _, w_i in inputs]
             check = conv.verify(x, w, plan.run(x, weights[0]), shape)
             kernel, config = (tune.FLAT, "") if spec is None else (spec.name, cfg.name)
-            name = f"{kernel} / {config}" if config else kernel
-            rows.append({"kernel": kernel, "config": config, "name": name, "verified": check.ok})
+            name = " / ".join([kernel] + ([config] if config else []) + ([str(splits)] if splits else []))
+            rows.append({"kernel": kernel, "config": config, "splits": splits, "name": name, "verified": check.ok})
             if check.ok:
                 fns[name] = (lambda p, ws: lambda i: p.run(inputs[i][0], ws[i]))(plan, weights)
             if progress:

@@ -50,7 +50,7 @@ def cmd_tune(args) -> int:
             table.add_column(col, justify="left" if col in ("problem", "kernel / config / splits") else "right")
         for problem, w in sorted(winners.items()):
             choice = f"{w['kernel']} / {w['config']} / {w.get('splits') or 'auto'}" if "torch_us" in w else \
-                " / ".join(filter(None, (w["kernel"], w["config"])))  # a convolution's
+                " / ".join(filter(None, (w["kernel"], w["config"], str(w.get("splits") or ""))))  # a convolution's
             table.add_row(problem, choice, f"{w['us']:.1f}", f"{w.get('torch_us', w.get('cudnn_us', 0.0)):.1f}")
         show.print(table)
         write_json(args.json, {"file": str(path), "key": key, "in_use": why is None, "why": why, "winners": winners})
@@ -113,10 +113,10 @@ def tune_convs(args, idx, lim, path, key, out_name, show) -> int:
             measured.close()
             return EXIT_FAIL
         name = conv.tune_key(shape, dtype, out_dtype)
-        winners[name] = {k: best[k] for k in ("kernel", "config", "us", "cudnn_us")}
+        winners[name] = {k: best[k] for k in ("kernel", "config", "splits", "us", "cudnn_us")}
         auto = conv.automatic(lim, shape, dtype, out_dtype)
         auto = (tune.FLAT, "") if auto is None else (auto[0].name, auto[1].name)
-        model = next((r for r in rows if (r["kernel"], r["config"]) == auto), None)
+        model = next((r for r in rows if (r["kernel"], r["config"]) == auto and r["splits"] is None), None)
         table.add_row(label, best["name"], f"{best['us']:.1f}", f"{best['cudnn_us']:.1f}",
                       f"{model['us']:.1f}" if model else "-", str(len(rows)))
         report.append({"layer": label, "key": name, "rows": rows})
