@@ -13,7 +13,7 @@ from .arch import ArchLimits
 from .cuda import ZooError
 from .sass import occupancy
 from .specs import KERNELS, ELEMENT_BYTES, KernelSpec, stacks  # noqa: F401 - re-exported
-from .specs.base import Problem, layout, layouts_of  # noqa: F401 - re-exported
+from .specs.base import SCALE_BLOCK, Problem, layout, layouts_of  # noqa: F401 - re-exported
 from .specs.gemv import k_major_only
 from .specs import (SM75_CONV, SM75_GEMV, SM75_HGEMM, SM75_HMMA, SM75_SGEMM, SM80_CONV, SM80_GEMM,  # noqa: F401
                     SM90_CONV, SM90_FP8, SM90_GEMM, SM90_TF32)
@@ -108,9 +108,10 @@ def stream_k_tiles(spec: KernelSpec, c: cfgs.TileConfig, m: int, n: int, k: int,
 def serves(spec: KernelSpec, c: cfgs.TileConfig, problem: Problem) -> bool:
     """Whether a config has a build for the problem's B: row-major (B as given, or a row-major
     copy of a column-major B), or K-major in place (KernelSpec.config_layouts); and for an FP8
-    kernel, whether it promotes its partial sums as the problem asks (KernelSpec.promote)."""
+    kernel, whether it promotes its partial sums as the problem asks (KernelSpec.promote) and,
+    for block scales, keeps each consumer's columns in one SCALE_BLOCK (its one scale of B)."""
     built = layouts_of(spec, c)
-    if spec.promote and bool(c.promote) != problem.promote:
+    if spec.promote and (bool(c.promote) != problem.promote or (problem.block and SCALE_BLOCK % c.warp_n)):
         return False
     return layout(False, False) in built or (problem.b_col and layout(False, True) in built)
 
@@ -229,7 +230,7 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
     ping-pong tile instead of a cooperative one (pingpong_choice). Narrow and swap-AB tiles
     stay out of the wave-cost choice; one GEMM gets one where they measured faster
     (narrow_choice, then swap_ab_choice)."""
-    valid = [c for c in spec.configs if not cfgs.problems(c, spec, limits) and serves(spec, c, problem)]
+    valid = [c for c in spec.configs if not c.by_name and not cfgs.problems(c, spec, limits) and serves(spec, c, problem)]
     if not valid:
         raise ZooError(f"no config of {spec.name} fits {limits.part} ({limits.arch})")
     if spec.max_m:  # a streaming kernel: the fewest rows that hold M (more: row groups), the narrowest block

@@ -234,7 +234,12 @@ static_assert(!SWAP_AB, "a convolution's tiles are not swapped");
 #endif
 // Epilogue chunk: C rows per staged box (the host's C map box rows, zoo/specs/sm90_wgmma.py).
 constexpr int C_BOX_ROWS = TRANSPOSED && WG_M < 64 ? WG_M : 64;
-static_assert(BM % WG_M == 0 && BN % WG_N == 0 && BN % BOX_COLS == 0, "tile must split");
+#ifdef ZOO_B_K_MAJOR
+constexpr bool B_ROWS_K_MAJOR = true;   // B^T's rows: one box of BN rows, no 128-byte column boxes
+#else
+constexpr bool B_ROWS_K_MAJOR = false;
+#endif
+static_assert(BM % WG_M == 0 && BN % WG_N == 0 && (B_ROWS_K_MAJOR || BN % BOX_COLS == 0), "tile must split");
 static_assert(BM <= 256 && BK <= 256, "TMA box dimensions are at most 256");
 static_assert(CONSUMERS >= 1 && CONSUMERS <= 3, "one producer and 1-3 consumer warpgroups");
 static_assert(CONSUMERS * 4 <= SPLIT_FLAG_BYTES, "a split-K flag per consumer");
@@ -262,9 +267,8 @@ static_assert(CONSUMER_REGS >= (PROMOTE ? 2 : 1) * M_SUBS * ACC_REGS + (TF32 ? 5
 #endif
 #endif
 static_assert(!FP8 || !SWAP_AB, "the FP8 build has no swap-AB tiles");
-static_assert(!PROMOTE || (FP8 && 128 % WG_N == 0 && !PINGPONG && CONSUMERS == 2),
-              "promotion is an FP8 build's, for two cooperative consumers taking turns, and a consumer's "
-              "columns lie in one 128-wide block of B's scales");
+static_assert(!PROMOTE || (FP8 && !PINGPONG && CONSUMERS == 2),
+              "promotion is an FP8 build's, for two cooperative consumers taking turns");
 static_assert(SMEM_BYTES == ZOO_SMEM_BYTES, "host smem formula (zoo/specs/sm90_wgmma.py) disagrees with the kernel");
 
 // Stores two adjacent outputs (row, col), (row, col + 1); `pair` when both are inside N and
@@ -934,6 +938,9 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       // A K-tile's block scales are read a K-tile ahead: read after its MMAs were issued,
       // their latency from L2 showed at the addition (the blockwise recipe at half the rate).
       float f[M_SUBS][2], f_next[M_SUBS][2];
+      // One block scale of B per consumer: a slice wider than a block (128x192p) serves the
+      // per-tensor and per-row recipes only (registry.serves and zoo.scaled_mm refuse the
+      // block recipe on it; a trap here spilled the consumers' registers to the stack).
       const int col_block = (tile_n * BN + wg_n0) / SCALE_BLOCK, row = tile_m * BM + thread_row;
       block_scales(f_next, sched.scales, row, col_block, w.kt_begin, w.g.M, w.g.N, w.g.K);
       for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {

@@ -15,6 +15,7 @@ from ..arch import device_arch
 from ..cuda import ZooError
 
 ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float8_e4m3fn": 1}
+SCALE_BLOCK = 128  # the blockwise FP8 recipe's blocks along K and N (the kernel's SCALE_BLOCK)
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,7 @@ class Problem:
     ldb: int = 0           # B's row stride in elements (0: n, packed rows)
     b_col: bool = False    # B is read column-major in place (B^T row-major: a Linear's weight W)
     promote: bool = False  # a scaled FP8 GEMM whose partial sums must be promoted to fp32 (KernelSpec.promote)
+    block: bool = False    # a blockwise-scaled FP8 GEMM: a consumer's columns lie in one SCALE_BLOCK
 
     @property
     def flops(self) -> int:

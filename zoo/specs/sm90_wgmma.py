@@ -290,11 +290,6 @@ def _fp8_rules(c: cfgs.TileConfig) -> list[str]:
     if c.block_k != FP8_SWIZZLE_COLS:
         out.append(f"block_k {c.block_k} must be {FP8_SWIZZLE_COLS}: one 128-byte swizzled row of e4m3 per K-tile "
                    "(and one K block of the blockwise scales)")
-    if c.block_n % FP8_SWIZZLE_COLS:
-        out.append(f"block_n {c.block_n} must be a multiple of {FP8_SWIZZLE_COLS} (the kernel's tile split)")
-    if c.promote and 128 % c.warp_n:
-        out.append(f"warp_n {c.warp_n} must divide 128 with promote: a consumer's columns lie in one 128-wide "
-                   "block of the blockwise scales")
     accumulators = c.warp_m // 64 * c.warp_n // 2 * (2 if c.promote else 1)
     return out + _sm90_tile_rules(c) + _sm90_register_rules(
         c, accumulators, 40, "fp32 accumulators (twice, promoted)" if c.promote else "fp32 accumulators")
