@@ -192,6 +192,11 @@ def test_linear_without_grad_follows_each_weight_layout():
                 layer.weight = torch.nn.Parameter(w, requires_grad=False)
                 got, want = layer(x), torch.nn.functional.linear(x, w, layer.bias)
                 assert got.shape == want.shape and rel(got, want) < 5e-3, (round_, w.stride())
+        # x no matrix's view (torch's reshape copies it), rows of a wider tensor, one vector
+        for xi in (x.transpose(0, 1), rand(3, 7, 256, gen=gen)[..., :128], x[0, 0]):
+            for _ in range(2):
+                got, want = layer(xi), torch.nn.functional.linear(xi, layer.weight, layer.bias)
+                assert got.shape == want.shape and rel(got, want) < 5e-3, xi.stride()
         fp32 = zoo.nn.Linear(512, 256, device="cuda")
         x32 = torch.randn(64, 512, device="cuda", generator=gen)
         exact = torch.nn.functional.linear(x32.double(), fp32.weight.double(), fp32.bias.double())

@@ -244,15 +244,16 @@ def linear(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None) -
     plan = _calls.get(key)
     if plan is None:
         plan = _plan_linear(x, w, bias)
+        if plan is None:  # x's rows are not one matrix's (a rare layout): torch's reshape copies them
+            return mm(x.reshape(-1, x.shape[-1]), w.t(), bias=bias).view(*x.shape[:-1], w.shape[0])
         remember(_calls, key, plan, _CALLS_KEPT)
-    if plan is _FOLD_BY_COPY:  # x's rows are not one matrix's: torch's reshape copies them
-        return mm(x.reshape(-1, x.shape[-1]), w.t(), bias=bias).view(*x.shape[:-1], w.shape[0])
     if plan.copy_a or plan.copy_b:  # an input read from a copy: the copy takes the matrix views
         return plan.run(x.view(-1, x.shape[-1]), w.t(), None, bias=bias)
     return plan.run(x, w, None, x_ptr, w_ptr, None, bias)
 
 
-def _plan_linear(x, w, bias) -> "CallPlan":
+def _plan_linear(x, w, bias) -> "CallPlan | None":
+    """linear's plan for this layout; None where x is no matrix's view."""
     if not isinstance(w, torch.Tensor) or w.dim() != 2 or x.dim() == 0 or x.shape[-1] != w.shape[1]:
         got = tuple(w.shape) if isinstance(w, torch.Tensor) else type(w).__name__
         raise ZooError(f"linear: x's last dimension must match the weight's (out_features, in_features), "
@@ -260,13 +261,12 @@ def _plan_linear(x, w, bias) -> "CallPlan":
     try:
         matrix = x.view(-1, x.shape[-1])
     except RuntimeError:
-        return _FOLD_BY_COPY
+        return None
     plan = plan_call(matrix, w.t(), None, None, None, None, None, bias)
     return replace(plan, shape=(*x.shape[:-1], w.shape[0]))
 
 
 _LINEAR = "x @ w^T"  # linear's keys in _calls, apart from mm's
-_FOLD_BY_COPY = "x.reshape copies"  # linear's plan for an x that is no matrix's view
 
 
 def _plus(y: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
