@@ -76,6 +76,10 @@ class Conv:
         """Each tap's channels in B, rounded up to the kernel's K-tile (zero rows past C)."""
         return -(-_aligned_channels(self.channels) // block_k) * block_k
 
+    def padded_k(self, block_k: int) -> int:
+        """The implicit GEMM's K: R * S taps of c_pad channels each."""
+        return self.r * self.s * self.c_pad(block_k)
+
     def geometry(self, block_k: int) -> ConvGeometry:
         return ConvGeometry(self.height, self.width, _aligned_channels(self.channels), self.p, self.q,
                             self.s, self.c_pad(block_k), *self.stride, *self.padding, *self.dilation)
@@ -119,7 +123,7 @@ def flat_k(shape: Conv) -> int:
 def gathers_flat(shape: Conv, block_k: int) -> bool:
     """Whether conv2d gathers a flat K for this shape (FLAT_K_WASTE) rather than running the
     implicit GEMM over K-tiles of `block_k` channels per tap."""
-    return shape.r * shape.s * shape.c_pad(block_k) >= FLAT_K_WASTE * flat_k(shape)
+    return shape.padded_k(block_k) >= FLAT_K_WASTE * flat_k(shape)
 
 
 def flat_columns(x: torch.Tensor, shape: Conv) -> torch.Tensor:
@@ -237,7 +241,7 @@ def check_conv(x, w, bias, stride, padding, dilation, groups, out_dtype) -> tupl
         raise ZooError(f"the output would be {shape.p} x {shape.q}: {shape.describe()}")
     if shape.height * shape.width > gemm.INT32_MAX:  # the kernels index an image's pixels in int32
         raise ZooError(f"images of {shape.height} x {shape.width} pixels exceed {gemm.INT32_MAX} per image")
-    if max(shape.gemm_m, shape.r * shape.s * shape.c_pad(64), shape.out_channels) > gemm.MAX_DIM:
+    if max(shape.gemm_m, shape.padded_k(64), shape.out_channels) > gemm.MAX_DIM:
         raise ZooError(f"the GEMM of {shape.describe()} exceeds {gemm.MAX_DIM} in a dimension")
     out_dtype = x.dtype if out_dtype is None else out_dtype
     if out_dtype not in (x.dtype, torch.float32):
@@ -620,7 +624,7 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, x: torch.T
     """The launch of a conv kernel for this shape (addresses filled in per call), and for a TMA
     kernel the im2col map's arguments after its address. splits: K's slices (None: the
     registry's rule; kernels without split-K run whole)."""
-    m, n, k = shape.gemm_m, shape.out_channels, shape.r * shape.s * shape.c_pad(cfg.block_k)
+    m, n, k = shape.gemm_m, shape.out_channels, shape.padded_k(cfg.block_k)
     ldb = _aligned_channels(n)  # weight_matrix's row stride
     dtype, out_name = gemm._dtype_name(x.dtype), gemm._dtype_name(out_dtype)
     geometry = (shape.geometry(cfg.block_k), cuda.BY_VALUE)

@@ -125,7 +125,7 @@ def conv_candidates(device_index: int, shape, dtype: str, out_dtype: str) -> lis
                 continue
             splits = [None]
             if spec.split_k and spec.tma_boxes and registry.stacks(cfg, shape.gemm_m, shape.out_channels) < limits.sm_count:
-                k_tiles = shape.r * shape.s * shape.c_pad(cfg.block_k) // cfg.block_k
+                k_tiles = shape.padded_k(cfg.block_k) // cfg.block_k
                 splits += [n for n in (1, 2, 3, 4) if k_tiles // n >= registry.MIN_SPLIT_K_TILES]
             out += [(spec, cfg, n) for n in splits]
     return out + [(None, None, None)]

@@ -940,7 +940,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       float f[M_SUBS][2], f_next[M_SUBS][2];
       // One block scale of B per consumer: a slice wider than a block (128x192p) serves the
       // per-tensor and per-row recipes only (registry.serves and zoo.scaled_mm refuse the
-      // block recipe on it; a trap here spilled the consumers' registers to the stack).
+      // block recipe on it).
       const int col_block = (tile_n * BN + wg_n0) / SCALE_BLOCK, row = tile_m * BM + thread_row;
       block_scales(f_next, sched.scales, row, col_block, w.kt_begin, w.g.M, w.g.N, w.g.K);
       for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
