@@ -112,6 +112,75 @@ def test_the_kernels_address_rule_gathers_im2col(geom, bm, bk):
     torch.testing.assert_close(y, ref, rtol=1e-12, atol=1e-12)
 
 
+# ---- Packed taps (the sm80 kernel's load_packed_a, c_pad < BK): quad g of a K-tile row is
+# channels (g % (c_pad / 4)) * 4.. of tap g / (c_pad / 4), one 8-byte copy each.
+
+def packed_a(xflat, g, M, bm, bk, k):
+    """A [tiles * bm, k] as load_packed_a gathers it, quad by quad; every quad it reads is
+    asserted to lie inside x."""
+    shift = (g.c_pad // 4).bit_length() - 1  # __ffs(c_pad / 4) - 1
+    assert 1 << shift == g.c_pad // 4
+    rows = -(-M // bm) * bm
+    a = torch.zeros((rows, k), dtype=xflat.dtype)
+    for m in range(rows):
+        at, h0, w0 = conv_row(g, m, M, 0)
+        for quad0 in range(0, k // 4, bk // 4):
+            for chunk in range(bk // CHUNK):  # a thread's chunk tp + 2j holds quads 2 * chunk + h
+                for h in range(2):
+                    q = quad0 + 2 * chunk + h
+                    t = q >> shift
+                    c = (q - (t << shift)) * 4
+                    r, s = t // g.S, t - t // g.S * g.S
+                    dh, dw = r * g.dil_h, s * g.dil_w
+                    if t < g.taps and c < g.C and 0 <= h0 + dh < g.H and 0 <= w0 + dw < g.W:
+                        src = at + (dh * g.W + dw) * g.C + c
+                        assert 0 <= src and src + 4 <= xflat.numel(), (m, q)
+                        a[m, 4 * q:4 * q + 4] = xflat[src:src + 4]
+    return a[:M]
+
+
+PACKED_GEOMETRIES = [
+    (2, 3, 15, 13, 8, 7, 7, (2, 2), (3, 3), (1, 1)),     # the stem's shape: C = 3 as 4, 49 taps
+    (1, 1, 9, 9, 8, 3, 3, (1, 1), (1, 1), (1, 1)),       # C = 1
+    (2, 4, 8, 7, 16, 3, 2, (1, 2), (0, 1), (2, 1)),      # C = 4 read in place of 4, dilation, S != R
+    (1, 5, 7, 9, 8, 2, 2, (1, 1), (1, 0), (2, 1)),       # C = 5: 8 channels, two quads a tap
+    (1, 13, 6, 6, 8, 3, 3, (2, 1), (1, 1), (1, 1)),      # C = 13: 16 channels, four quads a tap
+]
+
+
+@pytest.mark.parametrize("geom", PACKED_GEOMETRIES, ids=lambda g: "x".join(map(str, g[:7])))
+@pytest.mark.parametrize("bm, bk", [(64, 32), (128, 64)])
+def test_packed_taps_gather_im2col(geom, bm, bk):
+    n, c, h, w, k, r, s, stride, padding, dilation = geom
+    shape = conv.Conv(n, h, w, c, k, r, s, stride, padding, dilation)
+    g = shape.geometry(bk, packs=True)
+    assert g.c_pad < bk and g.c_pad >= c and g.taps == r * s
+    k_rows = shape.padded_k(bk, packs=True)
+    assert k_rows % bk == 0 and k_rows < r * s * bk
+    torch.manual_seed(0)
+    x = torch.randn(n, c, h, w, dtype=torch.float64)
+    wt = torch.randn(k, c, r, s, dtype=torch.float64)
+    xs = conv.nhwc(x, shape.x_channels(bk, packs=True))
+    assert xs.shape[-1] == g.C and torch.equal(xs[..., c:], torch.zeros_like(xs[..., c:]))
+    a = packed_a(xs.reshape(-1), g, shape.gemm_m, bm, bk, k_rows)
+    y = a @ conv.weight_matrix(wt, g.c_pad, rows=k_rows)
+    cols = torch.nn.functional.unfold(x, (r, s), dilation=dilation, padding=padding, stride=stride)
+    ref = cols.transpose(1, 2).reshape(shape.gemm_m, c * r * s) @ wt.reshape(k, c * r * s).t()
+    torch.testing.assert_close(y, ref, rtol=1e-12, atol=1e-12)
+
+
+def test_only_the_cp_async_kernel_packs_taps():
+    """The TMA kernel reads one tap a K-tile (c_pad a multiple of it); the sm_80 conv kernel
+    packs taps where C is small, and the stem then runs on it, not on the flat K."""
+    assert registry.SM80_CONV.packs_taps and not registry.SM75_CONV.packs_taps
+    assert not any(spec.packs_taps for spec in registry.KERNELS if spec.tma_boxes)
+    stem = conv.Conv(32, 224, 224, 3, 64, 7, 7, (2, 2), (3, 3), (1, 1))
+    assert (stem.c_pad(64), stem.padded_k(64)) == (64, 3136)
+    assert (stem.c_pad(32, True), stem.padded_k(32, True), stem.x_channels(32, True)) == (4, 224, 4)
+    wide = conv.Conv(1, 8, 8, 32, 8, 3, 3, (1, 1), (1, 1), (1, 1))
+    assert wide.c_pad(32, True) == 32 and wide.padded_k(32, True) == 288  # C = BK: one tap a K-tile
+
+
 # ---- The chunk-to-thread maps (one A tile of a K-tile): each (row, chunk) once, at the GEMM's
 # shared-memory address, and each 8-thread phase of 16-byte writes on 8 distinct 16-byte bank groups.
 
@@ -211,9 +280,9 @@ def test_conv_entries_are_in_the_cubin(spec, target):
     for name in spec.entry.values():
         ops = sass.opcode_counts(sass.function_sass(cubin.image, name))
         assert not any(op.startswith(("LDL", "STL")) for op in ops)
-    # X, B, C (3 pointers), M, N, K, ldb, ldc, then the 13-int geometry by value: 96 bytes.
+    # X, B, C (3 pointers), M, N, K, ldb, ldc, then the 14-int geometry by value: 100 bytes.
     geometry = ctypes.sizeof(conv.ConvGeometry)
-    assert geometry == 13 * 4
+    assert geometry == 14 * 4
     elf = sass._cuobjdump("-elf", cubin.image)
     assert elf.count(f"Offset  : {3 * 8 + 5 * 4:#x}\tSize    : {geometry:#x}") == len(spec.entry)
-    assert re.findall(r"EIATTR_CBANK_PARAM_SIZE\s+Format:\s+\S+\s+Value:\s+(\S+)", elf) == ["0x60"] * len(spec.entry)
+    assert re.findall(r"EIATTR_CBANK_PARAM_SIZE\s+Format:\s+\S+\s+Value:\s+(\S+)", elf) == ["0x64"] * len(spec.entry)

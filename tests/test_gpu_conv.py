@@ -79,7 +79,8 @@ def test_conv_layouts_dtypes_bias(spec):
         run_case(spec, case, dtype=torch.bfloat16)
 
 
-# Small channel counts, through the automatic choice: a flat K gathered first (conv.gathers_flat).
+# Small channel counts (conv.gathers_flat), through the automatic choice (a kernel that packs
+# taps where this GPU runs one) and through the flat K gathered first.
 # C = 1, 3, 4, 13; 7x7 stride 2, 3x3, 1x1; 1x1 and 7x7 outputs.
 FLAT_CASES = [
     (2, 3, 224, 224, 64, 7, 7, 2, 3, 1),     # ResNet's stem
@@ -92,14 +93,17 @@ FLAT_CASES = [
 
 
 @pytest.mark.parametrize("case", FLAT_CASES, ids=[str(i) for i in range(len(FLAT_CASES))])
-def test_small_channel_counts_gather_a_flat_k(case):
+def test_small_channel_counts_pack_taps_or_gather_a_flat_k(case):
     """Each case in fp16, with fp32 out and a bias from an NCHW x, and in bf16 where the device
-    has it: the flat plan runs, against float64 within 2x cuDNN's error; the im2col kernel's
-    matrix is torch's gather (flat_columns) bit for bit."""
+    has it: the automatic plan (packed taps where a kernel packs them, else the flat K) and the
+    flat plan, each against float64 within 2x cuDNN's error; the im2col kernel's matrix is
+    torch's gather (flat_columns) bit for bit."""
     n, c, h, w, k, r, s, stride, padding, dilation = case
     shape = conv.Conv(n, h, w, c, k, r, s, conv._pair("s", stride, 1), conv._pair("p", padding, 0),
                       conv._pair("d", dilation, 1))
-    bf16 = gemm.device_limits(torch.cuda.current_device()).cc >= (8, 0)
+    lim = gemm.device_limits(torch.cuda.current_device())
+    bf16 = lim.cc >= (8, 0)
+    packs = any(k.packs_taps for k in registry.eligible(lim.cc, op="conv"))
     runs = [(torch.float16, None, False, True), (torch.float16, torch.float32, True, False)] + \
         ([(torch.bfloat16, None, True, True)] if bf16 else [])
     for dtype, out_dtype, bias, channels_last in runs:
@@ -108,15 +112,23 @@ def test_small_channel_counts_gather_a_flat_k(case):
         b = torch.randn(k, device="cuda", dtype=dtype, generator=gen) if bias else None
         with torch.no_grad():
             y = zoo.conv2d(x, wt, b, stride, padding, dilation, out_dtype=out_dtype)
-        assert isinstance(conv.plan_for(x, shape, y.dtype, None, None), conv.FlatConvPlan)
+            flat = conv.flat_plan(x, shape, out_dtype or dtype)
+            y_flat = flat.run(x, flat.weights(wt), b)
+        plan = conv.plan_for(x, shape, y.dtype, None, None)
+        if packs:
+            assert isinstance(plan, conv.ConvPlan) and plan.spec.packs_taps and plan.c_pad < plan.cfg.block_k
+        else:
+            assert isinstance(plan, conv.FlatConvPlan)
         assert torch.equal(conv.gather_columns(x, shape), conv.flat_columns(x, shape))
-        assert y.shape == (n, k, shape.p, shape.q) and y.dtype == (out_dtype or dtype)
-        check = conv.verify(x, wt, y, shape, b)
-        assert check.ok, f"{shape.describe()} {dtype} -> {y.dtype}: {check.describe()}"
+        for out in (y, y_flat):
+            assert out.shape == (n, k, shape.p, shape.q) and out.dtype == (out_dtype or dtype)
+            check = conv.verify(x, wt, out, shape, b)
+            assert check.ok, f"{shape.describe()} {dtype} -> {out.dtype}: {check.describe()}"
 
 
-def test_a_flat_k_conv_in_a_cuda_graph():
-    """The flat plan (a gather, then zoo.mm) is captured and replayed with new contents."""
+def test_a_small_channel_conv_in_a_cuda_graph():
+    """The automatic plan of a 3-channel input (packed taps: x padded to 4 channels, then the
+    kernel; or the flat K's gather, then zoo.mm) is captured and replayed with new contents."""
     shape = conv.Conv(2, 32, 32, 3, 16, 7, 7, (2, 2), (3, 3), (1, 1))
     gen = torch.Generator(device="cuda").manual_seed(5)
     x, w = conv.inputs(shape, torch.float16, gen)

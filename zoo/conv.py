@@ -7,9 +7,10 @@ that filter tap (r, s) sees from it, channel c) is never stored: each kernel com
 tiles' addresses from the geometry (sm_80, sm_75) or has TMA read them in im2col mode (sm_90a).
 B is the weights: for sm_90a, as they lie channels-last (K, R, S, C), read K-major through a
 4-D TMA map; for the others, a (R * S * c_pad, K) row-major matrix, each tap's channels padded
-to the kernel's K-tile (c_pad). Either way one K-tile lies in one filter tap. y comes out NHWC: the returned
-(images, K, P, Q) tensor is channels-last. Small channel counts are the exception: their A is
-stored, with one flat K (FlatConvPlan), where padding each tap to a K-tile would waste it.
+to the kernel's K-tile (c_pad), so one K-tile lies in one filter tap; except where the cp.async
+kernel packs taps (small C: the stem's 3 channels as 4, BK / 4 taps a K-tile). y comes out NHWC:
+the returned (images, K, P, Q) tensor is channels-last. Where no kernel packs taps and padding
+each to a K-tile would waste the MMAs, A is stored instead, with one flat K (FlatConvPlan).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ class ConvGeometry(ctypes.Structure):
     """zoo::ConvGeometry (kernels/common/zoo_common.cuh), passed to the kernels by value."""
     _fields_ = [(name, ctypes.c_int) for name in
                 ("H", "W", "C", "P", "Q", "S", "c_pad", "stride_h", "stride_w",
-                 "pad_h", "pad_w", "dil_h", "dil_w")]
+                 "pad_h", "pad_w", "dil_h", "dil_w", "taps")]
 
 
 @dataclass(frozen=True)
@@ -72,17 +73,29 @@ class Conv:
     def flops(self) -> int:
         return 2 * self.gemm_m * self.out_channels * self.gemm_k
 
-    def c_pad(self, block_k: int) -> int:
-        """Each tap's channels in B, rounded up to the kernel's K-tile (zero rows past C)."""
+    def c_pad(self, block_k: int, packs: bool = False) -> int:
+        """Each tap's channels in B (zero rows past C): rounded up to the kernel's K-tile; for a
+        kernel that packs taps (packs: KernelSpec.packs_taps), to a power of two from 4 where
+        that is below the K-tile (block_k / c_pad taps a K-tile)."""
+        if packs:
+            small = max(4, 1 << (self.channels - 1).bit_length())
+            if small < block_k:
+                return small
         return -(-_aligned_channels(self.channels) // block_k) * block_k
 
-    def padded_k(self, block_k: int) -> int:
-        """The implicit GEMM's K: R * S taps of c_pad channels each."""
-        return self.r * self.s * self.c_pad(block_k)
+    def padded_k(self, block_k: int, packs: bool = False) -> int:
+        """The implicit GEMM's K: R * S taps of c_pad channels each, rounded up to a K-tile."""
+        return -(-self.r * self.s * self.c_pad(block_k, packs) // block_k) * block_k
 
-    def geometry(self, block_k: int) -> ConvGeometry:
-        return ConvGeometry(self.height, self.width, _aligned_channels(self.channels), self.p, self.q,
-                            self.s, self.c_pad(block_k), *self.stride, *self.padding, *self.dilation)
+    def x_channels(self, block_k: int, packs: bool = False) -> int:
+        """x's channels as the kernel reads it (NHWC, zero-padded): 4 where taps of 4 channels
+        are packed (8-byte copies), else C rounded up to 8 (16-byte chunks)."""
+        return 4 if self.c_pad(block_k, packs) == 4 else _aligned_channels(self.channels)
+
+    def geometry(self, block_k: int, packs: bool = False) -> ConvGeometry:
+        return ConvGeometry(self.height, self.width, self.x_channels(block_k, packs), self.p, self.q, self.s,
+                            self.c_pad(block_k, packs), *self.stride, *self.padding, *self.dilation,
+                            self.r * self.s)
 
     def im2col_corners(self) -> tuple[tuple[int, int], tuple[int, int]]:
         """The (h, w) corners of the bounding box a TMA im2col map walks at filter offset 0:
@@ -103,12 +116,13 @@ def _aligned_channels(c: int) -> int:
     return -(-c // CHANNEL_ALIGN) * CHANNEL_ALIGN
 
 
-# Small channel counts gather a flat K: the implicit GEMM pads each filter tap's C channels to
-# a whole K-tile, so where that multiplies the MMA work of R*S*C by FLAT_K_WASTE or more (the
-# ResNet stem's 3 channels: 49 taps x 64 = 3136 columns of K for 147 of data, 21x), conv2d
-# gathers the (r, s, c) product into one im2col matrix instead, its K padded once to whole
-# 16-byte chunks (152 for the stem), and runs it as one zoo.mm. The gather writes and reads
-# that matrix once. FLAT_K_WASTE is a first choice, not yet measured against the implicit GEMM.
+# Small channel counts: the TMA implicit GEMM pads each filter tap's C channels to a whole
+# K-tile, so where that multiplies the MMA work of R*S*C by FLAT_K_WASTE or more (the ResNet
+# stem's 3 channels: 49 taps x 64 = 3136 columns of K for 147 of data, 21x), conv2d runs a
+# kernel that packs taps (the cp.async kernel: 49 taps x 4 = 224 columns), or where none runs,
+# gathers the (r, s, c) product into one im2col matrix, its K padded once to whole 16-byte
+# chunks (152 for the stem), and runs it as one zoo.mm (the gather writes and reads that
+# matrix once). FLAT_K_WASTE is a first choice, not measured.
 # A call holds at most FLAT_K_CHUNK_BYTES of the matrix at a time (whole images: the stem's
 # 122 MB at batch 32 in one go, batch 256 in eight).
 FLAT_K_WASTE = 4
@@ -120,10 +134,10 @@ def flat_k(shape: Conv) -> int:
     return _aligned_channels(shape.gemm_k)
 
 
-def gathers_flat(shape: Conv, block_k: int) -> bool:
+def gathers_flat(shape: Conv, block_k: int, packs: bool = False) -> bool:
     """Whether conv2d gathers a flat K for this shape (FLAT_K_WASTE) rather than running the
-    implicit GEMM over K-tiles of `block_k` channels per tap."""
-    return shape.padded_k(block_k) >= FLAT_K_WASTE * flat_k(shape)
+    implicit GEMM over K-tiles of `block_k` (packs: of taps packed, KernelSpec.packs_taps)."""
+    return shape.padded_k(block_k, packs) >= FLAT_K_WASTE * flat_k(shape)
 
 
 def flat_columns(x: torch.Tensor, shape: Conv) -> torch.Tensor:
@@ -258,13 +272,14 @@ def check_conv(x, w, bias, stride, padding, dilation, groups, out_dtype) -> tupl
 def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, stride=1, padding=0,
            dilation=1, groups: int = 1, *, out_dtype: torch.dtype | None = None,
            kernel: str | None = None, config: str | None = None, keep_layout: bool = False) -> torch.Tensor:
-    """torch.nn.functional.conv2d on the zoo's kernels, as an implicit GEMM (no im2col buffer);
-    small channel counts (the stem's C = 3) gather x's im2col matrix first and run one zoo.mm
-    on it (gathers_flat: where padding each tap's channels to a K-tile would waste the MMAs).
+    """torch.nn.functional.conv2d on the zoo's kernels, as an implicit GEMM (no im2col buffer).
+    Small channel counts (the stem's C = 3), where padding each tap's channels to a K-tile would
+    waste the MMAs (gathers_flat), run on a kernel that packs taps into K-tiles, or where none
+    runs, gather x's im2col matrix first and run one zoo.mm on it.
 
     x: (N, C, H, W) and w: (K, C, R, S), both torch.float16 or both torch.bfloat16 on one CUDA
     device. x is read channels-last (NHWC): an NCHW x is converted first (a copy), as is one
-    whose C is not a multiple of 8 (its channels padded with zeros). Any stride, padding and
+    whose C is not a multiple of 8 (its channels padded with zeros; to 4 for packed taps). Any stride, padding and
     dilation (ints or (h, w) pairs); groups must be 1. FP32 accumulation; the result is
     (N, K, P, Q) in x's dtype or out_dtype=torch.float32, channels-last. bias (K,) is added in
     fp32 by the sm_90a kernel's epilogue, after the GEMM by the others. No autograd: inputs that
@@ -392,22 +407,35 @@ class ConvPlan:
 
     @property
     def layout(self) -> tuple:
-        """What weights() makes: the TMA kernel's packed KRSC, or the (R*S*c_pad, K) matrix."""
-        return ("krsc",) if self.im2col is not None else ("matrix", self.shape.c_pad(self.cfg.block_k))
+        """What weights() makes: the TMA kernel's packed KRSC, or the (K rows, K) matrix."""
+        return ("krsc",) if self.im2col is not None else ("matrix", self.c_pad, self.padded_k)
+
+    @functools.cached_property
+    def c_pad(self) -> int:
+        return self.shape.c_pad(self.cfg.block_k, self.spec.packs_taps)
+
+    @functools.cached_property
+    def padded_k(self) -> int:
+        return self.shape.padded_k(self.cfg.block_k, self.spec.packs_taps)
+
+    @functools.cached_property
+    def x_channels(self) -> int:
+        return self.shape.x_channels(self.cfg.block_k, self.spec.packs_taps)
 
     def weights(self, w: torch.Tensor) -> torch.Tensor:
         """w as this plan's kernel reads it: the TMA kernel, K x R x S x C8 (channels-last);
-        the others, the (R*S*c_pad, K) matrix of weight_matrix."""
+        the others, weight_matrix's (padded K, K) matrix of taps of c_pad channels."""
         if self.im2col is not None:
             return krsc(w)
-        return weight_matrix(w, self.shape.c_pad(self.cfg.block_k))
+        return weight_matrix(w, self.c_pad, rows=self.padded_k)
 
     def run(self, x: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None,
             x_ptr: int | None = None, b_ptr: int | None = None) -> torch.Tensor:
         """y (+ bias) for x and the weights as weights() lays them out; x_ptr and b_ptr: the
         addresses the kernel reads, where the caller knows x and w are read in place (b is w)."""
-        if x_ptr is None:
-            x_ptr, b_ptr = nhwc(x).data_ptr(), b.data_ptr()
+        if x_ptr is None:  # x_nhwc is held until the launch: a copy freed sooner could become y
+            x_nhwc = nhwc(x, self.x_channels)
+            x_ptr, b_ptr = x_nhwc.data_ptr(), b.data_ptr()
         # The (N, K, P, Q) result with channels-last strides: the GEMM's (N*P*Q, K) row-major
         # output, made in its final shape (a view of it costs as much as the allocation).
         y = x.new_empty_strided(self.out_size, self.out_strides) if self.out_dtype == x.dtype else \
@@ -488,13 +516,17 @@ def nchw_view(y: torch.Tensor, shape: Conv) -> torch.Tensor:
     return y.view(shape.images, shape.p, shape.q, shape.out_channels).permute(0, 3, 1, 2)
 
 
-def nhwc(x: torch.Tensor) -> torch.Tensor:
-    """x as a packed NHWC tensor (N, H, W, C8) the kernels read: a view of a channels-last x
-    with C a multiple of 8 and a 16-byte-aligned base; otherwise a copy (channels zero-padded)."""
-    if _packed(x):
-        return x.permute(0, 2, 3, 1)
+def nhwc(x: torch.Tensor, channels: int | None = None) -> torch.Tensor:
+    """x as a packed NHWC tensor (N, H, W, channels: C8 unless given) the kernels read: a view
+    of a channels-last x with C8 channels and a 16-byte-aligned base; otherwise a copy
+    (channels zero-padded)."""
     n, c, h, w = x.shape
-    out = torch.zeros((n, h, w, _aligned_channels(c)), dtype=x.dtype, device=x.device)
+    channels = channels or _aligned_channels(c)
+    if channels == c and _packed(x):
+        return x.permute(0, 2, 3, 1)
+    out = torch.empty((n, h, w, channels), dtype=x.dtype, device=x.device)
+    if channels > c:
+        out[..., c:].zero_()
     out[..., :c].copy_(x.permute(0, 2, 3, 1))
     return out
 
@@ -577,13 +609,18 @@ def plan_conv(x: torch.Tensor, shape: Conv, out_dtype: torch.dtype, kernel: str 
 
 
 def automatic(limits, shape: Conv, dtype: str, out_dtype: str) -> tuple[KernelSpec, TileConfig] | None:
-    """What conv2d runs with nothing named or tuned: None for the flat K (gathers_flat), else
-    the registry's conv kernel and config, a kernel without the TMA im2col map where that map
-    cannot express the shape. Nothing is compiled."""
+    """What conv2d runs with nothing named or tuned: the registry's conv kernel and config, a
+    kernel without the TMA im2col map where that map cannot express the shape; where its K
+    would waste the MMAs (gathers_flat), a kernel that packs taps, else None for the flat K.
+    Nothing is compiled."""
     problem = Problem(shape.gemm_m, shape.out_channels, shape.gemm_k, dtype, out_dtype)
     spec, cfg = registry.select(limits, problem, op="conv")
-    if gathers_flat(shape, cfg.block_k):
-        return None
+    if gathers_flat(shape, cfg.block_k, spec.packs_taps):
+        packing = next((k for k in registry.eligible(limits.cc, problem, "conv") if k.packs_taps), None)
+        if packing is None:
+            return None
+        cfg = registry.pick_config(packing, limits, problem)
+        return None if gathers_flat(shape, cfg.block_k, True) else (packing, cfg)
     if spec.tma_boxes and not _im2col_fits(shape):
         return _without_im2col_map(limits, problem, shape)
     return spec, cfg
@@ -624,10 +661,10 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, x: torch.T
     """The launch of a conv kernel for this shape (addresses filled in per call), and for a TMA
     kernel the im2col map's arguments after its address. splits: K's slices (None: the
     registry's rule; kernels without split-K run whole)."""
-    m, n, k = shape.gemm_m, shape.out_channels, shape.padded_k(cfg.block_k)
+    m, n, k = shape.gemm_m, shape.out_channels, shape.padded_k(cfg.block_k, spec.packs_taps)
     ldb = _aligned_channels(n)  # weight_matrix's row stride
     dtype, out_name = gemm._dtype_name(x.dtype), gemm._dtype_name(out_dtype)
-    geometry = (shape.geometry(cfg.block_k), cuda.BY_VALUE)
+    geometry = (shape.geometry(cfg.block_k, spec.packs_taps), cuda.BY_VALUE)
     with torch.cuda.device(device_index), cuda.device_context(device_index):  # as gemm.plan_launch
         fn = gemm.compiled(spec, cfg, dtype, out_name, device_index)
         if not spec.tma_boxes:
@@ -781,6 +818,8 @@ def inputs(shape: Conv, dtype: torch.dtype, gen: torch.Generator, channels_last:
 
 
 def torch_conv(x, w, shape: Conv, bias=None, out_dtype=None):
+    """cuDNN's answer; a bias of another dtype (zoo.conv2d takes fp32) converted, as torch needs."""
+    bias = bias if bias is None or bias.dtype == x.dtype else bias.to(x.dtype)
     y = torch.nn.functional.conv2d(x, w, bias, shape.stride, shape.padding, shape.dilation)
     return y if out_dtype in (None, y.dtype) else y.to(out_dtype)
 

@@ -239,9 +239,11 @@ __device__ __forceinline__ void store_mma_accumulators(const float (&acc)[TILES_
 // y the row-major [M = images*P*Q][K] matrix, i.e. NHWC. Row m of the implicit A is output
 // pixel (n, p, q) = (m / (P*Q), m / Q % P, m % Q); its column (r*S + s)*c_pad + c reads
 // x[n][p*stride_h - pad_h + r*dil_h][q*stride_w - pad_w + s*dil_w][c], zero outside the image
-// or for c >= C. c_pad is a multiple of the kernel's BK, so one K-tile lies in one filter tap.
+// or for c >= C. c_pad is a multiple of the kernel's BK, so one K-tile lies in one filter tap;
+// except where a kernel packs taps (sm80, c_pad < BK: a power of two from 4, C 4 or a multiple
+// of 8 no larger): a K-tile then spans BK / c_pad taps, and K = R*S*c_pad rounded up to BK.
 struct ConvGeometry {
-  int H, W, C, P, Q, S, c_pad, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w;
+  int H, W, C, P, Q, S, c_pad, stride_h, stride_w, pad_h, pad_w, dil_h, dil_w, taps;  // taps = R*S
 };
 
 // ---- The pointer kernels' implicit-GEMM A loads (sm75, sm80 ZOO_CONV builds). A thread's A

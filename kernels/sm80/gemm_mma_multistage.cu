@@ -10,6 +10,9 @@
 //   per row) get their output pixel once, each K-tile its filter tap once (c_pad % BK == 0:
 //   one tap per K-tile), and a chunk outside the image, past C or past M is zero-filled by
 //   cp.async (src-size 0). B (weights, (R*S*c_pad) x N), ring, MMAs and epilogue unchanged.
+//   Small channel counts (c_pad < BK: the stem's 3 channels as 4) pack BK / c_pad filter taps
+//   into a K-tile, each 4 channels of a tap one 8-byte copy, so the MMA work follows R*S*c_pad
+//   and not R*S*BK (zoo/conv.py, Conv.c_pad).
 //   Runs on CC >= 8.0 (cp.async, ldmatrix, mma.sync m16n8k16); compiled per config by NVRTC
 //   (zoo/cuda.py) with the tile shape and STAGES as -D defines.
 //
@@ -88,6 +91,10 @@ __device__ __forceinline__ unsigned smem_addr(const void* p) {
 // 16-byte global -> shared copy; bytes past `src_bytes` (0..16) are zero-filled.
 __device__ __forceinline__ void cp_async_16(unsigned dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
+}
+// 8-byte copy (through L1: .cg takes 16 bytes only); src_bytes 0 zero-fills it.
+__device__ __forceinline__ void cp_async_8(unsigned dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 template <int N>
@@ -183,10 +190,11 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
   // Chunk tp + 2j of a row is chunk tp XOR 2j (tp < 2), and the swizzle is an XOR of the chunk
   // index, so chunk j's offset is chunk 0's XOR 32 * j bytes.
   const unsigned c_st = 2 * swizzle<A_ROW_CHUNKS>(c_row, c_tp * CHUNK);
+  const bool packed = geo.c_pad < BK;  // several taps a K-tile (load_packed_a)
   zoo::ConvRow<T> a_rows[CONV_ROWS];
 #pragma unroll
   for (int i = 0; i < CONV_ROWS; ++i)
-    a_rows[i] = zoo::conv_row(A, geo, m0 + c_row + i * CONV_PASS, M, c_tp * CHUNK);
+    a_rows[i] = zoo::conv_row(A, geo, m0 + c_row + i * CONV_PASS, M, packed ? 0 : c_tp * CHUNK);
   zoo::ConvTap tap{0, 0, 0, 0, 0};
   // Chunks outside the image, past C or past M are zero-filled (src-size 0, from x itself).
   auto load_conv_a = [&](int stage) {
@@ -204,6 +212,32 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
     }
     tap.next(geo, BK);
   };
+  // Packed taps: a row's K-tile is BK / 4 quads of 4 channels, quad g along K being channels
+  // (g % (c_pad / 4)) * 4.. of tap g / (c_pad / 4). The thread's chunks are as above, two quads
+  // each; a quad's tap is worked out by division once per K-tile (shared by the thread's
+  // rows). Zero past the last tap, past C or outside the image, as the weights are zero there.
+  const int quad_shift = __ffs(geo.c_pad / 4) - 1;  // c_pad / 4 is a power of two
+  int quad0 = 0;                                    // the next K-tile's first quad
+  auto load_packed_a = [&](int stage) {
+    const unsigned a_dst = a_base + stage * A_STAGE_BYTES;
+#pragma unroll
+    for (int j = 0; j < CONV_J; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int g = quad0 + 2 * (c_tp + 2 * j) + h, t = g >> quad_shift;
+        const int c = (g - (t << quad_shift)) * 4, r = t / geo.S, s = t - r * geo.S;
+        const int dh = r * geo.dil_h, dw = s * geo.dil_w, off = (dh * geo.W + dw) * geo.C + c;
+        const bool tap_in = t < geo.taps && c < geo.C;
+#pragma unroll
+        for (int i = 0; i < CONV_ROWS; ++i) {
+          const bool in = tap_in && static_cast<unsigned>(a_rows[i].h0 + dh) < static_cast<unsigned>(geo.H) &&
+                          static_cast<unsigned>(a_rows[i].w0 + dw) < static_cast<unsigned>(geo.W);
+          cp_async_8(a_dst + (c_st ^ (32 * j)) + 8 * h + i * CONV_PASS * BK * 2, in ? a_rows[i].x + off : A,
+                     in ? 8 : 0);
+        }
+      }
+    quad0 += BK / 4;
+  };
 #endif
 
   // Copies of K-tile `kt` into ring slot `stage`. Whole tiles inside the matrix copy 16 bytes
@@ -217,7 +251,10 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
     const T* const b_k = b_src + static_cast<long long>(k0) * ldb;
     const unsigned a_dst = a_st + stage * A_STAGE_BYTES, b_dst = b_st + stage * B_STAGE_BYTES;
 #ifdef ZOO_CONV
-    load_conv_a(stage);
+    if (packed)
+      load_packed_a(stage);
+    else
+      load_conv_a(stage);
 #endif
     if (decltype(fast)::value || (interior && k0 + BK <= K)) {
 #ifndef ZOO_CONV

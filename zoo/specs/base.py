@@ -114,6 +114,9 @@ class KernelSpec:
     # What it computes: "gemm" (zoo.mm, zoo.bmm) or "conv" (zoo.conv2d: an implicit GEMM over an
     # NHWC image, kernels/common/zoo_common.cuh ConvGeometry); each op selects among its own.
     op: str = "gemm"
+    # A conv kernel that packs several filter taps into a K-tile where C is small (Conv.c_pad):
+    # its K follows R*S*C, not R*S*BK.
+    packs_taps: bool = False
     # A streaming kernel for skinny GEMMs (no tiles: blocks of columns over slices of K) serves
     # problems of at most this many rows when registry.skinny_choice takes it; 0: a tile kernel,
     # in the ordinary choice.

@@ -56,6 +56,7 @@ SM80_CONV = replace(
            ("float16", "float32"): "zoo_conv_sm80_f16_f32out",
            ("bfloat16", "bfloat16"): "zoo_conv_sm80_bf16_bf16out",
            ("bfloat16", "float32"): "zoo_conv_sm80_bf16_f32out"},
-    exports={}, extra_defines={"ZOO_CONV": 1}, op="conv",
-    description="conv2d as implicit GEMM: cp.async A chunks from the NHWC input by address, the sm80 mma.sync pipeline",
+    exports={}, extra_defines={"ZOO_CONV": 1}, op="conv", packs_taps=True,
+    description="conv2d as implicit GEMM: cp.async A chunks from the NHWC input by address (small C: several "
+                "filter taps a K-tile), the sm80 mma.sync pipeline",
 )
