@@ -44,8 +44,11 @@ def test_fp8_config_rules():
         not registry.serves(FP8, wider, fp8_problem(4096, 4096, 4096, block=True))
     for m, n, k in ((8192, 8192, 8192), (4096, 4096, 4096), (16384, 4096, 4096), (128, 4096, 4096)):
         assert 128 % registry.select(H100, fp8_problem(m, n, k, block=True), op="scaled")[1].warp_n == 0
-    # by_name: not yet measured on a GPU, so never the registry's choice (its wave cost wins here)
-    assert wider.by_name and registry.select(H100, fp8_problem(256, 11008, 4096), op="scaled")[1] is not wider
+    # promoted_choice: the wider tile where its tiles fill three waves (measured faster there), else 128x128p
+    for m, n, k, expected in ((4096, 4096, 4096, wider), (8192, 8192, 8192, wider), (1024, 11008, 4096, wider),
+                              (1024, 4096, 4096, good), (128, 11008, 4096, good), (256, 11008, 4096, good)):
+        assert registry.select(H100, fp8_problem(m, n, k), op="scaled")[1] == expected, (m, n, k)
+        assert registry.select(H100, fp8_problem(m, n, k, block=True), op="scaled")[1] == good
     assert registry.select(H100, fp8_problem(256, 11008, 4096), op="scaled", config_name="128x192p")[1] == wider
     short = configs.TileConfig("s", 128, 128, 64, 64, 128, 6, 384)
     assert any("block_k 64 must be 128" in p for p in configs.problems(short, FP8, H100))

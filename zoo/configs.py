@@ -47,7 +47,6 @@ class TileConfig:
     narrow: int = 0  # 1: out of the wave-cost choice; registry.narrow_choice takes it for skinny M
     stream_k: int = 0  # 1: built with stream-K, for grids whose last wave leaves SMs idle (sm90, no clusters)
     promote: int = 0  # 1: FP8 partial sums promoted into fp32 accumulators every K-tile (sm90 FP8 build)
-    by_name: int = 0  # 1: run only when named (config=...), never the registry's choice: not yet measured on a GPU
 
     @property
     def warps(self) -> int:
@@ -68,12 +67,11 @@ class TileConfig:
                 + (", swap-AB (C^T tiles)" if self.swap_ab else "")
                 + (", narrow (skinny M only)" if self.narrow else "")
                 + (", stream-K tail" if self.stream_k else "")
-                + (", fp32 promotion" if self.promote else "")
-                + (", by name only" if self.by_name else ""))
+                + (", fp32 promotion" if self.promote else ""))
 
 
 _INT_FIELDS = tuple(f.name for f in fields(TileConfig) if f.name != "name")
-_FLAGS = ("pingpong", "swap_ab", "narrow", "stream_k", "promote", "by_name")  # 0 or 1
+_FLAGS = ("pingpong", "swap_ab", "narrow", "stream_k", "promote")  # 0 or 1
 _REQUIRED = tuple(f.name for f in fields(TileConfig) if f.name not in ("name", "group_m", "cluster_m", "cluster_n") + _FLAGS)
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 import torch
 from torch.utils.weak import WeakTensorKeyDictionary
 
-from . import arch, cuda, gemm, registry, tune
+from . import arch, configs, cuda, gemm, registry, tune
 from .configs import TileConfig
 from .cuda import ZooError
 from .registry import KernelSpec, Problem
@@ -123,6 +123,10 @@ def _aligned_channels(c: int) -> int:
 # gathers the (r, s, c) product into one im2col matrix, its K padded once to whole 16-byte
 # chunks (152 for the stem), and runs it as one zoo.mm (the gather writes and reads that
 # matrix once). FLAT_K_WASTE is a first choice, not measured.
+# Packed taps against the flat K, on an H200 (2026-11-28, CUDA-graph replays, x's 4-channel copy included),
+# the cp.async kernel's 64x64 tiles of packed taps against the flat K: the stem at batch 32
+# 111 us against 130 (cuDNN 86), C = 1 3x3 (K 64 for 9 of data) 37 against 46, C = 13 7x7
+# stride 2 30 against 40 (cuDNN 38). results/h200-2026-11-28/issue41/packed-taps.
 # A call holds at most FLAT_K_CHUNK_BYTES of the matrix at a time (whole images: the stem's
 # 122 MB at batch 32 in one go, batch 256 in eight).
 FLAT_K_WASTE = 4
@@ -524,9 +528,10 @@ def nhwc(x: torch.Tensor, channels: int | None = None) -> torch.Tensor:
     channels = channels or _aligned_channels(c)
     if channels == c and _packed(x):
         return x.permute(0, 2, 3, 1)
-    out = torch.empty((n, h, w, channels), dtype=x.dtype, device=x.device)
-    if channels > c:
-        out[..., c:].zero_()
+    # A memset and one copy: zeroing only the padding channels (a strided write) took as long
+    # as the copy (the stem's x: 21.8 us on an H200 for the two).
+    out = torch.zeros((n, h, w, channels), dtype=x.dtype, device=x.device) if channels > c else \
+        torch.empty((n, h, w, channels), dtype=x.dtype, device=x.device)
     out[..., :c].copy_(x.permute(0, 2, 3, 1))
     return out
 
@@ -616,14 +621,23 @@ def automatic(limits, shape: Conv, dtype: str, out_dtype: str) -> tuple[KernelSp
     problem = Problem(shape.gemm_m, shape.out_channels, shape.gemm_k, dtype, out_dtype)
     spec, cfg = registry.select(limits, problem, op="conv")
     if gathers_flat(shape, cfg.block_k, spec.packs_taps):
+        # Packed taps beat the flat K wherever measured (above FLAT_K_WASTE), even at 4x waste.
         packing = next((k for k in registry.eligible(limits.cc, problem, "conv") if k.packs_taps), None)
-        if packing is None:
-            return None
-        cfg = registry.pick_config(packing, limits, problem)
-        return None if gathers_flat(shape, cfg.block_k, True) else (packing, cfg)
+        return None if packing is None else (packing, packed_config(packing, limits, problem))
     if spec.tma_boxes and not _im2col_fits(shape):
         return _without_im2col_map(limits, problem, shape)
     return spec, cfg
+
+
+def packed_config(spec: KernelSpec, limits, problem: Problem) -> TileConfig:
+    """The config of packed taps: the narrowest tile that holds the output channels (few
+    channels: the stem's 64), the tallest of those, as B is read once per tile. On an H200,
+    the stem at batch 32 (x's copy included): 128x64 95.5 us, 64x64 106, 128x128 148 (cuDNN
+    85.6); results/h200-2026-11-28/issue41/packed-taps."""
+    fits = [c for c in spec.configs if not configs.problems(c, spec, limits)]
+    holding = [c for c in fits if c.block_n >= problem.n] or fits
+    narrowest = min(c.block_n for c in holding)
+    return max((c for c in holding if c.block_n == narrowest), key=lambda c: c.block_m)
 
 
 def _without_im2col_map(limits, problem: Problem, shape: Conv) -> tuple[KernelSpec, TileConfig]:

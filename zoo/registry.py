@@ -230,7 +230,7 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
     ping-pong tile instead of a cooperative one (pingpong_choice). Narrow and swap-AB tiles
     stay out of the wave-cost choice; one GEMM gets one where they measured faster
     (narrow_choice, then swap_ab_choice)."""
-    valid = [c for c in spec.configs if not c.by_name and not cfgs.problems(c, spec, limits) and serves(spec, c, problem)]
+    valid = [c for c in spec.configs if not cfgs.problems(c, spec, limits) and serves(spec, c, problem)]
     if not valid:
         raise ZooError(f"no config of {spec.name} fits {limits.part} ({limits.arch})")
     if spec.max_m:  # a streaming kernel: the fewest rows that hold M (more: row groups), the narrowest block
@@ -245,6 +245,8 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
     cheapest = min(costs.values())
     chosen = next(c for c in preferred if costs[c] <= cheapest * (1 + WAVE_SLACK))
     chosen = pingpong_choice(spec, preferred, costs, limits, problem, chosen, group)
+    if problem.promote and not group:
+        chosen = promoted_choice(spec, preferred, limits, problem, chosen)
     if narrow and not group:
         chosen = conv_narrow_choice(narrow, problem, chosen) if spec.op == "conv" else \
             narrow_choice(spec, narrow, limits, problem, chosen)
@@ -257,6 +259,28 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
                      replace(c, name=chosen.name, cluster_m=chosen.cluster_m, stream_k=chosen.stream_k) == chosen),
                     chosen)
     return chosen
+
+
+# FP8 promoted tiles (NOTES.md, "A wider promoted FP8 tile"): 128x192p against 128x128p, per
+# tensor, `zoo bench --dtype fp8 --suite llm` on an H200 (2026-11-28,
+# results/h200-2026-11-28/issue43): 79-82% of torch._scaled_mm against 71-79% where 128x192
+# tiles fill WIDE_PROMOTED_MIN_WAVES waves or more (M 4096 and 16384; 1024 x 11008: 77% vs
+# 68%), 57-76% against 63-83% below (M 128, and 1024 with N 4096).
+WIDE_PROMOTED_MIN_WAVES = 3
+
+
+def promoted_choice(spec: KernelSpec, preferred: list[cfgs.TileConfig], limits: ArchLimits, problem: Problem,
+                    chosen: cfgs.TileConfig) -> cfgs.TileConfig:
+    """For a promoted FP8 problem: the widest promoted tile whose tiles fill
+    WIDE_PROMOTED_MIN_WAVES waves, else the narrowest (`chosen` where there is one only)."""
+    promoted = sorted((c for c in preferred if c.promote), key=lambda c: c.block_n)
+    if len(promoted) < 2:
+        return chosen
+    for c in reversed(promoted):
+        wave = limits.sm_count * max(resident_blocks(spec, c, limits), 1)
+        if c.tiles(problem.m, problem.n) >= WIDE_PROMOTED_MIN_WAVES * wave:
+            return c
+    return promoted[0]
 
 
 # A convolution of at most CONV_NARROW_MAX_N output channels on a 64-wide conv tile (128x64pp),
