@@ -5,7 +5,7 @@ import itertools
 import pytest
 import torch
 
-from zoo import arch, conv, registry
+from zoo import arch, conv, convnets, registry
 from zoo.cli import main
 from zoo.cuda import ZooError
 
@@ -245,11 +245,11 @@ def test_conv_kernels_are_registered_apart_from_gemm():
 
 
 def test_parse_and_explain():
-    shape = conv.parse("32,64,56,56,128,3,3")  # stride 1, padding R // 2, dilation 1 by default
+    shape = convnets.parse("32,64,56,56,128,3,3")  # stride 1, padding R // 2, dilation 1 by default
     assert (shape.p, shape.q, shape.gemm_m, shape.gemm_k) == (56, 56, 100352, 576)
     assert "M = N*P*Q = 32*56*56 = 100352" in "\n".join(conv.explain(shape))
     with pytest.raises(ZooError, match="N,C,H,W"):
-        conv.parse("32,64,56")
+        convnets.parse("32,64,56")
 
 
 def test_cli_explain_conv(capsys):
@@ -288,7 +288,7 @@ class _Net(torch.nn.Module):
 
 def test_network_layers_counts_each_shape_and_says_what_the_zoo_cannot_run():
     model = _Net().half()
-    layers = conv.network_layers(model, (2, 3, 32, 32))
+    layers = convnets.network_layers(model, (2, 3, 32, 32))
     assert [(layer.name, layer.count) for layer in layers] == [("stem", 1), ("block", 3), ("depthwise", 1), ("same", 1)]
     stem, block, depthwise, same = layers
     assert stem.shape == conv.Conv(2, 32, 32, 3, 16, 7, 7, (2, 2), (3, 3), (1, 1)) and not stem.refusal
@@ -298,7 +298,7 @@ def test_network_layers_counts_each_shape_and_says_what_the_zoo_cannot_run():
     assert all(p.device.type == "cpu" for p in model.parameters())  # traced on a copy, on the meta device
     with torch.device("meta"):
         on_meta = _Net()
-    assert [layer.count for layer in conv.network_layers(on_meta, (1, 3, 20, 20))] == [1, 3, 1, 1]
+    assert [layer.count for layer in convnets.network_layers(on_meta, (1, 3, 20, 20))] == [1, 3, 1, 1]
 
 
 def test_a_weights_layout_is_made_once_and_goes_with_the_weight():
@@ -364,3 +364,27 @@ def test_the_plans_key_tells_arguments_apart_by_their_repr():
     assert conv._arguments(two, padding, one, 1) != first == repr((two, [1, 1], one, 1))
     kept = next(v for v in conv._argument_reprs.values() if v[1] == repr((one, one, one, 1)))
     assert kept[0][0] is one
+
+
+def test_the_automatic_choice_routes_by_shape_and_arch():
+    """conv.automatic, per arch: a 1x1 stride-1 unpadded layer of few output pixels (C a multiple
+    of 8) is one zoo.mm; a 56x56 one, a strided or padded one, stays on the conv kernel; the
+    stem packs taps on the cp.async kernel where it runs (sm_80, sm_90a), else takes the flat K."""
+    from zoo import arch, tune
+    def layer(c, k, hw, rs=1, stride=1, pad=0):
+        return conv.Conv(32, hw, hw, c, k, rs, rs, (stride, stride), (pad, pad), (1, 1))
+    stem = layer(3, 64, 224, 7, 2, 3)
+    for name in ("sm_80", "sm_90a"):
+        lim = arch.offline(name)
+        assert conv.automatic(lim, layer(2048, 512, 7), "float16", "float16") == tune.GEMM
+        assert conv.automatic(lim, layer(512, 128, 28), "float16", "float16") == tune.GEMM
+        for other in (layer(64, 64, 56), layer(1024, 2048, 14, stride=2), layer(512, 512, 7, 3, pad=1),
+                      layer(4, 24, 9)):
+            chosen = conv.automatic(lim, other, "float16", "float16")
+            assert not isinstance(chosen, str) and chosen[0].op == "conv", other
+        spec, cfg = conv.automatic(lim, stem, "float16", "float16")
+        assert spec.packs_taps and (cfg.block_m, cfg.block_n) == (128, 64)
+    assert conv.automatic(arch.offline("sm_75"), stem, "float16", "float16") == tune.FLAT
+    assert not conv.runs_as_gemm(layer(4, 24, 9)) and conv.runs_as_gemm(layer(8, 24, 9))
+    with pytest.raises(conv.ZooError, match="not a GEMM as it stands"):
+        conv.route_plan(tune.GEMM, torch.empty(1, 8, 4, 4), layer(8, 8, 4, 3, pad=1), torch.float16)

@@ -1,11 +1,13 @@
 """zoo.conv2d on the GPU (pytest -m gpu): every conv kernel this GPU runs, against a float64
 reference within 2x cuDNN's own error, over odd sizes, strides, paddings, dilations, channel
 counts that are not multiples of 8, bias, both input layouts and both output dtypes."""
+from dataclasses import replace
+
 import pytest
 import torch
 
 import zoo
-from zoo import bench, conv, cuda, gemm, registry
+from zoo import bench, conv, convnets, cuda, gemm, registry
 from zoo.cuda import ZooError
 
 pytestmark = pytest.mark.gpu
@@ -126,6 +128,45 @@ def test_small_channel_counts_pack_taps_or_gather_a_flat_k(case):
             assert check.ok, f"{shape.describe()} {dtype} -> {out.dtype}: {check.describe()}"
 
 
+def test_a_1x1_convolution_runs_as_one_zoo_mm():
+    """A 1x1, stride-1, unpadded convolution of few output pixels is one zoo.mm on views
+    (conv.GEMM_CONV_MAX_M): channels-last or NCHW x (reshape's copy), either weight layout,
+    fp32 out with an fp32 bias, bf16; each twice (the second from the plans), cuDNN's answer,
+    and the output (N, K, P, Q) channels-last. From a CUDA graph too."""
+    shape = conv.Conv(2, 7, 9, 64, 40, 1, 1, (1, 1), (0, 0), (1, 1))
+    gen = torch.Generator(device="cuda").manual_seed(21)
+    dtypes = (torch.float16, torch.bfloat16) if gemm.device_limits(torch.cuda.current_device()).cc >= (8, 0) \
+        else (torch.float16,)
+    with torch.no_grad():
+        for dtype in dtypes:
+            for channels_last in (True, False):
+                x, w = conv.inputs(shape, dtype, gen, channels_last)
+                for wi in (w, w.contiguous(memory_format=torch.channels_last)):
+                    for out_dtype, bias in ((None, None), (torch.float32, torch.randn(40, device="cuda", generator=gen))):
+                        for _ in range(2):
+                            y = zoo.conv2d(x, wi, bias, out_dtype=out_dtype)
+                            assert isinstance(conv.plan_for(x, shape, y.dtype, None, None), conv.GemmConvPlan)
+                            assert y.shape == (2, 40, 7, 9) and y.dtype == (out_dtype or dtype)
+                            assert y.is_contiguous(memory_format=torch.channels_last)
+                            check = conv.verify(x, wi, y, shape, bias)
+                            assert check.ok, (dtype, channels_last, out_dtype, check.describe())
+        x, w = conv.inputs(shape, torch.float16, gen)
+        zoo.conv2d(x, w)
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            y = zoo.conv2d(x, w)
+        x.copy_(conv.inputs(shape, torch.float16, gen)[0])
+        g.replay()
+        torch.cuda.synchronize()
+        assert conv.verify(x, w, y, shape).ok
+    strided = replace(shape, stride=(2, 2))  # no longer a GEMM as it stands: the conv kernel
+    xs, ws = conv.inputs(strided, torch.float16, gen)
+    with torch.no_grad():
+        zoo.conv2d(xs, ws, stride=2)
+    assert isinstance(conv.plan_for(xs, strided, torch.float16, None, None), conv.ConvPlan)
+
+
 def test_a_small_channel_conv_in_a_cuda_graph():
     """The automatic plan of a 3-channel input (packed taps: x padded to 4 channels, then the
     kernel; or the flat K's gather, then zoo.mm) is captured and replayed with new contents."""
@@ -146,7 +187,7 @@ def test_a_small_channel_conv_in_a_cuda_graph():
 
 def test_conv_the_issue_layer():
     """The layer of the issue through the automatic choice."""
-    shape = conv.SUITES["layer"][0][1]
+    shape = convnets.SUITES["layer"][0][1]
     gen = torch.Generator(device="cuda").manual_seed(0)
     x, w = conv.inputs(shape, torch.float16, gen)
     y = zoo.conv2d(x, w, padding=1)

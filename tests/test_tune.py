@@ -144,19 +144,21 @@ def test_conv_tuning_tries_split_k_where_tiles_leave_sms_idle(monkeypatch):
     tma = {(cfg.name, n) for spec, cfg, n in picks if spec is registry.SM90_CONV}
     assert {("128x128", n) for n in (None, 1, 2, 3, 4)} <= tma  # 72 K-tiles: 4 slices of 18
     assert all(n is None for spec, _, n in picks if spec is not registry.SM90_CONV)  # the others cannot split
-    assert picks[-1] == (None, None, None)  # the flat K
-    assert all(n is None for _, _, n in tuner.conv_candidates(0, large, "float16", "float16"))
+    assert picks[-1] == (tune.FLAT, None, None)  # the flat K; no zoo.mm route for a 3x3
+    large_picks = tuner.conv_candidates(0, large, "float16", "float16")
+    assert all(n is None for _, _, n in large_picks)
+    assert large_picks[-2:] == [(tune.FLAT, None, None), (tune.GEMM, None, None)]  # a 1x1 is a GEMM as it stands
 
 
 @pytest.mark.gpu
 def test_zoo_tune_conv_writes_a_winner_that_conv2d_takes(tmp_path, monkeypatch):
     """`zoo tune --conv layer` measures every conv kernel / config and the flat K on the issue's
     layer, each verified, and writes the fastest; zoo.conv2d then plans that layer with it."""
-    from zoo import cli, conv
+    from zoo import cli, conv, convnets
     _tuning_file_in(tmp_path, monkeypatch)
     tune.forget()
     conv.forget_plans()
-    _, shape = conv.SUITES["layer"][0]
+    _, shape = convnets.SUITES["layer"][0]
     gen = torch.Generator(device="cuda").manual_seed(3)
     x, w = conv.inputs(shape, torch.float16, gen)
     with torch.no_grad():
@@ -173,6 +175,7 @@ def test_zoo_tune_conv_writes_a_winner_that_conv2d_takes(tmp_path, monkeypatch):
         y = zoo.conv2d(x, w, padding=1)
     (plan, _), = conv._calls.values()  # the plan conv2d ran
     assert isinstance(plan, conv.FlatConvPlan) if won["kernel"] == tune.FLAT else \
+        isinstance(plan, conv.GemmConvPlan) if won["kernel"] == tune.GEMM else \
         (plan.spec.name, plan.cfg.name) == (won["kernel"], won["config"])
     assert conv.verify(x, w, y, shape).ok
     tune.forget()

@@ -346,7 +346,7 @@ _argument_reprs: OrderedDict = OrderedDict()
 _layouts = WeakTensorKeyDictionary()
 
 
-def laid_out(plan: "ConvPlan | FlatConvPlan", w: torch.Tensor) -> torch.Tensor:
+def laid_out(plan: "ConvPlan | FlatConvPlan | GemmConvPlan", w: torch.Tensor) -> torch.Tensor:
     """plan.weights(w), made once per weight and layout: a copy is kept until w changes in place
     (w._version) or is freed; a view of w (a channels-last weight read in place) is not kept.
     While a CUDA graph captures, the layout is made in the graph, neither kept nor reused: a
@@ -385,7 +385,7 @@ def forget_plans() -> None:
 
 
 def plan_for(x: torch.Tensor, shape: Conv, out_dtype: torch.dtype, kernel: str | None,
-             config: str | None) -> "ConvPlan | FlatConvPlan":
+             config: str | None) -> "ConvPlan | FlatConvPlan | GemmConvPlan":
     """The plan of a call's layout: worked out on its first call, then looked up."""
     key = (x.shape, x.stride(), x.dtype, x.device, x.data_ptr() % 16, shape, out_dtype, kernel, config)
     plan = _plans.get(key)
@@ -515,6 +515,31 @@ class FlatConvPlan:
         return nchw_view(y, sh)
 
 
+@dataclass
+class GemmConvPlan:
+    """conv2d's plan where a 1x1 convolution runs as one zoo.mm (runs_as_gemm): x as the
+    (N*H*W, C) matrix (a view of a channels-last x, else reshape's copy) times w's (K, C) rows
+    transposed (a view zoo.mm reads in place), the bias added as zoo.mm adds it. spec and cfg:
+    zoo.mm's choice, as reported."""
+    shape: Conv
+    spec: KernelSpec
+    cfg: TileConfig
+    out_dtype: torch.dtype
+
+    @property
+    def layout(self) -> tuple:
+        return ("gemm",)
+
+    def weights(self, w: torch.Tensor) -> torch.Tensor:
+        return w.reshape(self.shape.out_channels, self.shape.channels).t()
+
+    def run(self, x: torch.Tensor, b: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+        sh = self.shape
+        a = x.permute(0, 2, 3, 1).reshape(sh.gemm_m, sh.channels)
+        y = gemm.mm(a, b, out_dtype=None if self.out_dtype == x.dtype else self.out_dtype, bias=bias)
+        return nchw_view(y, sh)
+
+
 def nchw_view(y: torch.Tensor, shape: Conv) -> torch.Tensor:
     """The GEMM's (N*P*Q, K) output as the (N, K, P, Q) result, a channels-last view."""
     return y.view(shape.images, shape.p, shape.q, shape.out_channels).permute(0, 3, 1, 2)
@@ -575,27 +600,27 @@ def weight_matrix(w: torch.Tensor, c_pad: int, rows: int | None = None) -> torch
 
 
 def plan_conv(x: torch.Tensor, shape: Conv, out_dtype: torch.dtype, kernel: str | None,
-              config: str | None, splits: int | None = None) -> ConvPlan | FlatConvPlan:
+              config: str | None, splits: int | None = None) -> "ConvPlan | FlatConvPlan | GemmConvPlan":
     """The kernel and config for the convolution's GEMM (the one named; else what `zoo tune
     --conv` measured fastest for this shape on this GPU, where it did; else `automatic`'s),
-    compiled on first use, and its launch; or the flat-K plan where the tuning or `automatic`
-    chose it. splits: slices of K for a split-K kernel (None: the tuned count, else the
-    registry's rule)."""
+    compiled on first use, and its launch; or the flat-K or zoo.mm route where the tuning or
+    `automatic` chose it. splits: slices of K for a split-K kernel (None: the tuned count,
+    else the registry's rule)."""
     device_index = x.device.index if x.device.index is not None else torch.cuda.current_device()
     limits = gemm.device_limits(device_index)
     dtype, out_name = gemm._dtype_name(x.dtype), gemm._dtype_name(out_dtype)
     if kernel is None and config is None:
         tuned = tune.lookup_key(device_index, tune_key(shape, dtype, out_name))
-        if tuned is not None and tuned.kernel == tune.FLAT:
-            return flat_plan(x, shape, out_dtype)
+        if tuned is not None and tuned.kernel in ROUTES:
+            return route_plan(tuned.kernel, x, shape, out_dtype)
         if tuned is not None:
             try:
                 return plan_conv(x, shape, out_dtype, tuned.kernel, tuned.config, tuned.splits)
             except ZooError as exc:  # a winner this zoo no longer has: the registry decides
                 cuda._warn_once(f"tuned conv choice {tuned} not used: {exc}")
         chosen = automatic(limits, shape, dtype, out_name)
-        if chosen is None:
-            return flat_plan(x, shape, out_dtype)
+        if isinstance(chosen, str):
+            return route_plan(chosen, x, shape, out_dtype)
         spec, cfg = chosen
     else:
         problem = Problem(shape.gemm_m, shape.out_channels, shape.gemm_k, dtype, out_name)
@@ -613,17 +638,20 @@ def plan_conv(x: torch.Tensor, shape: Conv, out_dtype: torch.dtype, kernel: str 
     return ConvPlan(shape, spec, cfg, launch, out_dtype, im2col, fields)
 
 
-def automatic(limits, shape: Conv, dtype: str, out_dtype: str) -> tuple[KernelSpec, TileConfig] | None:
-    """What conv2d runs with nothing named or tuned: the registry's conv kernel and config, a
-    kernel without the TMA im2col map where that map cannot express the shape; where its K
-    would waste the MMAs (gathers_flat), a kernel that packs taps, else None for the flat K.
-    Nothing is compiled."""
+def automatic(limits, shape: Conv, dtype: str, out_dtype: str) -> tuple[KernelSpec, TileConfig] | str:
+    """What conv2d runs with nothing named or tuned: tune.GEMM for a 1x1 convolution that is a
+    GEMM as it stands, of at most GEMM_CONV_MAX_M output pixels; else the registry's conv
+    kernel and config, a kernel without the TMA im2col map where that map cannot express the
+    shape; where its K would waste the MMAs (gathers_flat), a kernel that packs taps, else
+    tune.FLAT for the flat K. Nothing is compiled."""
+    if runs_as_gemm(shape) and shape.gemm_m <= GEMM_CONV_MAX_M:
+        return tune.GEMM
     problem = Problem(shape.gemm_m, shape.out_channels, shape.gemm_k, dtype, out_dtype)
     spec, cfg = registry.select(limits, problem, op="conv")
-    if gathers_flat(shape, cfg.block_k, spec.packs_taps):
+    if gathers_flat(shape, cfg.block_k):  # one tap a K-tile would waste the MMAs
         # Packed taps beat the flat K wherever measured (above FLAT_K_WASTE), even at 4x waste.
         packing = next((k for k in registry.eligible(limits.cc, problem, "conv") if k.packs_taps), None)
-        return None if packing is None else (packing, packed_config(packing, limits, problem))
+        return tune.FLAT if packing is None else (packing, packed_config(packing, limits, problem))
     if spec.tma_boxes and not _im2col_fits(shape):
         return _without_im2col_map(limits, problem, shape)
     return spec, cfg
@@ -645,6 +673,42 @@ def _without_im2col_map(limits, problem: Problem, shape: Conv) -> tuple[KernelSp
     if not fallback:
         raise ZooError(f"no conv kernel for {shape.describe()} on CC {limits.cc[0]}.{limits.cc[1]}")
     return fallback[0], registry.pick_config(fallback[0], limits, problem)
+
+
+# A 1x1, stride-1, unpadded convolution is a GEMM as it stands (runs_as_gemm), and conv2d runs
+# it as one zoo.mm, with the GEMMs' measured choices (split-K, narrow tiles), up to this many
+# output pixels. ResNet-50's 1x1 layers at batch 32 on an H200 (2026-11-28, CUDA-graph
+# replays, untuned, results/h200-2026-11-28/issue41/conv-1x1-as-gemm.txt), % of cuDNN for
+# conv2d's TMA kernel and zoo.mm: at 7x7-28x28 (M 1568-25088) zoo.mm 86-103% against 62-92%
+# (2048->512 at 7x7: 91% against 62%), but for 128->512 at 28x28 (90% against 92%); at 56x56
+# (M 100352) 71-103% against 89-105% (64->64: 71% against 89%).
+GEMM_CONV_MAX_M = 32768
+ROUTES = (tune.FLAT, tune.GEMM)
+
+
+def runs_as_gemm(shape: Conv) -> bool:
+    """Whether the convolution is a GEMM as it stands: 1x1, stride 1, no padding, C a multiple
+    of 8 (a channels-last x is the (N*H*W, C) matrix of 16-byte rows, w's (K, C) rows B^T)."""
+    return shape.r == shape.s == 1 and shape.stride == (1, 1) and shape.padding == (0, 0) and \
+        shape.channels % CHANNEL_ALIGN == 0
+
+
+def route_plan(route: str, x: torch.Tensor, shape: Conv, out_dtype: torch.dtype) -> "FlatConvPlan | GemmConvPlan":
+    """The plan of a route of conv2d's (ROUTES): the flat K, or one zoo.mm."""
+    if route == tune.GEMM:
+        if not runs_as_gemm(shape):
+            raise ZooError(f"{shape.describe()} is not a GEMM as it stands (1x1, stride 1, no padding)")
+        return gemm_plan(x, shape, out_dtype)
+    return flat_plan(x, shape, out_dtype)
+
+
+def gemm_plan(x: torch.Tensor, shape: Conv, out_dtype: torch.dtype) -> "GemmConvPlan":
+    """The zoo.mm plan of a 1x1 convolution, naming the kernel and config zoo.mm will choose."""
+    device_index = x.device.index if x.device.index is not None else torch.cuda.current_device()
+    problem = Problem(shape.gemm_m, shape.out_channels, shape.channels, gemm._dtype_name(x.dtype),
+                      gemm._dtype_name(out_dtype), b_col=True)
+    spec, cfg, _ = gemm._choose(gemm.device_limits(device_index), problem, device_index, None, None)
+    return GemmConvPlan(shape, spec, cfg, out_dtype)
 
 
 def flat_plan(x: torch.Tensor, shape: Conv, out_dtype: torch.dtype) -> FlatConvPlan:
@@ -739,87 +803,7 @@ def explain(shape: Conv, block_m: int = 128, block_n: int = 128, block_k: int = 
     return lines
 
 
-# ----------------------------------------------------------------------------- networks
-
-@dataclass(frozen=True)
-class NetworkLayer:
-    """A distinct convolution of a network: the first module that runs it, its shape (None
-    where it has no zoo shape), how often one forward runs it, and why the zoo cannot run it
-    (empty: it can)."""
-    name: str
-    shape: Conv | None
-    count: int
-    refusal: str = ""
-
-
-def layer_refusal(layer: torch.nn.Conv2d) -> str:
-    """Why zoo.conv2d cannot run a torch.nn.Conv2d as it is (empty: it can): it computes dense
-    convolutions (groups=1) with zero padding given as numbers."""
-    if layer.groups != 1:
-        return f"groups={layer.groups}"
-    if layer.padding_mode != "zeros" or isinstance(layer.padding, str):
-        return f"padding {layer.padding!r}, mode {layer.padding_mode!r}"
-    return ""
-
-
-def network_layers(model: torch.nn.Module, input_shape: tuple[int, ...]) -> list[NetworkLayer]:
-    """Every torch.nn.Conv2d one forward of `model` on an input of `input_shape` runs, grouped
-    by shape in order of first use. Traced on the meta device (a model built there is used as
-    it is, any other is copied there): nothing is computed or allocated."""
-    import copy
-    on_meta = all(p.is_meta for p in model.parameters())
-    traced = model if on_meta else copy.deepcopy(model).to("meta")
-    found: dict[tuple, list] = {}
-    names = {module: name for name, module in traced.named_modules()}
-
-    def record(module, args):
-        n, c, h, w = args[0].shape
-        k, _, r, s = module.weight.shape
-        refusal, shape = layer_refusal(module), None
-        if not refusal:
-            shape = Conv(n, h, w, c, k, r, s, tuple(module.stride), tuple(module.padding), tuple(module.dilation))
-        key = (shape, refusal) if shape else (names[module], refusal)
-        entry = found.setdefault(key, [names[module], shape, 0, refusal])
-        entry[2] += 1
-
-    hooks = [m.register_forward_pre_hook(record) for m in traced.modules() if isinstance(m, torch.nn.Conv2d)]
-    try:
-        dtype = next(traced.parameters(), torch.empty(0)).dtype
-        with torch.no_grad():
-            traced.eval()(torch.empty(input_shape, device="meta", dtype=dtype))
-    finally:
-        for hook in hooks:
-            hook.remove()
-    return [NetworkLayer(*entry) for entry in found.values()]
-
-
 # ----------------------------------------------------------------------------- measuring
-
-def _layer(name: str, c: int, k: int, hw: int, rs: int, stride: int = 1, images: int = 32) -> tuple[str, Conv]:
-    pad = rs // 2
-    return name, Conv(images, hw, hw, c, k, rs, rs, (stride, stride), (pad, pad), (1, 1))
-
-
-# The layer worked through in the issue, and ResNet-50's (v1.5, torchvision) layers at batch 32,
-# its 7x7 stem first, each distinct shape once: (name, shape).
-SUITES: dict[str, list[tuple[str, Conv]]] = {
-    "layer": [_layer("3x3 64->128 @56", 64, 128, 56, 3)],
-    "resnet50": [
-        _layer("stem 7x7 3->64 s2", 3, 64, 224, 7, 2),
-        _layer("conv2 1x1 64->64", 64, 64, 56, 1), _layer("conv2 3x3 64->64", 64, 64, 56, 3),
-        _layer("conv2 1x1 64->256", 64, 256, 56, 1), _layer("conv2 1x1 256->64", 256, 64, 56, 1),
-        _layer("conv3 1x1 256->128", 256, 128, 56, 1), _layer("conv3 3x3 128->128 s2", 128, 128, 56, 3, 2),
-        _layer("conv3 1x1 128->512", 128, 512, 28, 1), _layer("conv3 down 1x1 256->512 s2", 256, 512, 56, 1, 2),
-        _layer("conv3 1x1 512->128", 512, 128, 28, 1), _layer("conv3 3x3 128->128", 128, 128, 28, 3),
-        _layer("conv4 1x1 512->256", 512, 256, 28, 1), _layer("conv4 3x3 256->256 s2", 256, 256, 28, 3, 2),
-        _layer("conv4 1x1 256->1024", 256, 1024, 14, 1), _layer("conv4 down 1x1 512->1024 s2", 512, 1024, 28, 1, 2),
-        _layer("conv4 1x1 1024->256", 1024, 256, 14, 1), _layer("conv4 3x3 256->256", 256, 256, 14, 3),
-        _layer("conv5 1x1 1024->512", 1024, 512, 14, 1), _layer("conv5 3x3 512->512 s2", 512, 512, 14, 3, 2),
-        _layer("conv5 1x1 512->2048", 512, 2048, 7, 1), _layer("conv5 down 1x1 1024->2048 s2", 1024, 2048, 14, 1, 2),
-        _layer("conv5 1x1 2048->512", 2048, 512, 7, 1), _layer("conv5 3x3 512->512", 512, 512, 7, 3),
-    ],
-}
-
 
 def inputs(shape: Conv, dtype: torch.dtype, gen: torch.Generator, channels_last: bool = True):
     """Random x (N, C, H, W) and w (K, C, R, S) for a shape, x channels-last if asked."""
@@ -874,23 +858,5 @@ def measure(shape: Conv, dtype: torch.dtype, out_dtype: torch.dtype | None, warm
     with torch.no_grad():  # graph: device time of replays; else wall clock per eager call
         timings = bench.time_side_by_side(fns, sets, warmup, iters) if graph else \
             bench.wall_side_by_side(fns, sets, warmup, iters)
-    flat = " (flat K, zoo.mm)" if isinstance(plan, FlatConvPlan) else ""
+    flat = " (flat K, zoo.mm)" if isinstance(plan, FlatConvPlan) else " (1x1 as zoo.mm)" if isinstance(plan, GemmConvPlan) else ""
     return timings, check, plan.spec.name + flat, plan.cfg.name
-
-
-def parse(text: str) -> Conv:
-    """A convolution from 'N,C,H,W,K,R,S[,stride[,padding[,dilation]]]' (the CLI's --conv)."""
-    try:
-        v = [int(p) for p in text.split(",")]
-    except ValueError:
-        v = []
-    if not 7 <= len(v) <= 10 or min(v[:7]) < 1:
-        raise ZooError(f"--conv {text!r}: expected N,C,H,W,K,R,S[,stride[,padding[,dilation]]] with positive "
-                       "sizes, e.g. 32,64,56,56,128,3,3,1,1")
-    n, c, h, w, k, r, s = v[:7]
-    stride, padding, dilation = (v[7:] + [1, r // 2, 1][len(v) - 7:])[:3]
-    shape = Conv(n, h, w, c, k, r, s, _pair("stride", stride, 1), _pair("padding", padding, 0),
-                 _pair("dilation", dilation, 1))
-    if shape.p <= 0 or shape.q <= 0:
-        raise ZooError(f"the output would be {shape.p} x {shape.q}: {shape.describe()}")
-    return shape

@@ -17,7 +17,7 @@ from typing import Callable
 
 import torch
 
-from . import bench, conv
+from . import bench, conv, convnets
 from . import nn as zoo_nn
 from .cuda import ZooError
 
@@ -114,7 +114,7 @@ def cnn_model(name: str, dtype: torch.dtype) -> torch.nn.Module:
 @dataclass
 class LayerTiming:
     """One distinct convolution of a network, timed alone against cuDNN (None: not run)."""
-    layer: "conv.NetworkLayer"
+    layer: "convnets.NetworkLayer"
     zoo_ms: float | None = None
     cudnn_ms: float | None = None
     verified: bool | None = None
@@ -129,7 +129,7 @@ def conv_layers(name: str, dtype: torch.dtype, batch: int, warmup: int, iters: i
     with torch.device("meta"):
         meta = _torchvision_model(name)(weights=None).to(dtype)
     rows = []
-    for layer in conv.network_layers(meta, (batch, 3, 224, 224)):
+    for layer in convnets.network_layers(meta, (batch, 3, 224, 224)):
         row = LayerTiming(layer)
         if not layer.refusal:
             progress(f"{name}: {layer.name}")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import conv, gemm, ops
+from . import conv, convnets, gemm, ops
 from .cuda import ZooError
 
 
@@ -92,7 +92,7 @@ class Conv2d(torch.nn.Conv2d):
     keep_layout = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        reason = conv.layer_refusal(self)
+        reason = convnets.layer_refusal(self)
         if reason:
             raise ZooError(f"zoo.nn.Conv2d runs zero padding given as numbers and groups=1; this layer has {reason}")
         return ops.conv2d(x, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups,
@@ -144,7 +144,7 @@ def convert(model: torch.nn.Module, *, linear: bool = True, conv2d: bool = True,
                 module.__class__ = Linear
             report.append(Swap(name, "Linear", not reason, reason))
         elif type(module) is torch.nn.Conv2d and conv2d:
-            reason = _refusal(module.weight, conv.CONV_DTYPES) or conv.layer_refusal(module)
+            reason = _refusal(module.weight, conv.CONV_DTYPES) or convnets.layer_refusal(module)
             if not reason:
                 module.__class__ = Conv2d
             report.append(Swap(name, "Conv2d", not reason, reason))

@@ -53,8 +53,10 @@ def problem_key(dtype: str, out_dtype: str, tf32: bool, m: int, n: int, k: int) 
     return f"{dtype}->{out_dtype}{' tf32' if tf32 else ''} {m}x{n}x{k}"
 
 
-# A convolution's winner: "kernel" a conv kernel (with its "config") or FLAT, conv2d's flat K.
+# A convolution's winner: "kernel" a conv kernel (with its "config"), or a route of conv2d's:
+# FLAT, the flat K; GEMM, a 1x1 convolution as one zoo.mm (conv.runs_as_gemm).
 FLAT = "flat K"
+GEMM = "zoo.mm"
 
 
 def conv_key(dtype: str, out_dtype: str, images: int, channels: int, height: int, width: int,

@@ -112,10 +112,11 @@ def measure_choices(choices, problem, warmup: int, iters: int, seed: int, limits
 def conv_candidates(device_index: int, shape, dtype: str, out_dtype: str) -> list[tuple[object, object, int | None]]:
     """Every (conv kernel, config, splits) that can run a convolution on the device (each kernel
     that computes the dtypes, each config that fits; TMA kernels only where their im2col map
-    can express the shape), then (None, None, None): conv2d's flat K. splits: None for the
+    can express the shape), then conv2d's routes as (route, None, None): the flat K, and one
+    zoo.mm where the convolution is a GEMM as it stands (conv.runs_as_gemm). splits: None for the
     registry's split-K rule; where a config's tiles leave SMs idle (under one wave), also
     1-4 slices of at least MIN_SPLIT_K_TILES K-tiles (the small-spatial layers' candidates)."""
-    from . import conv
+    from . import conv, tune
     limits = gemm.device_limits(device_index)
     problem = registry.Problem(shape.gemm_m, shape.out_channels, shape.gemm_k, dtype, out_dtype)
     out = []
@@ -128,7 +129,7 @@ def conv_candidates(device_index: int, shape, dtype: str, out_dtype: str) -> lis
                 k_tiles = shape.padded_k(cfg.block_k) // cfg.block_k
                 splits += [n for n in (1, 2, 3, 4) if k_tiles // n >= registry.MIN_SPLIT_K_TILES]
             out += [(spec, cfg, n) for n in splits]
-    return out + [(None, None, None)]
+    return out + [(tune.FLAT, None, None)] + ([(tune.GEMM, None, None)] if conv.runs_as_gemm(shape) else [])
 
 
 def measure_conv(device_index: int, shape, dtype: str, out_dtype: str, iters: int = 20, warmup: int = 5,
@@ -136,7 +137,7 @@ def measure_conv(device_index: int, shape, dtype: str, out_dtype: str, iters: in
     """Verify every conv_candidates entry on one convolution against float64, then time them
     side by side with cuDNN (channels-last, cudnn.benchmark; CUDA-graph replays, inputs
     rotated out of L2, each plan's weights laid out beforehand, as keep_layout keeps them):
-    rows sorted fastest first, wrong ones last; "kernel" is tune.FLAT for the flat K."""
+    rows sorted fastest first, wrong ones last; "kernel" is the route's name for a route."""
     from . import conv, tune
     limits = gemm.device_limits(device_index)
     t, t_out = getattr(torch, dtype), getattr(torch, out_dtype)
@@ -151,11 +152,12 @@ def measure_conv(device_index: int, shape, dtype: str, out_dtype: str, iters: in
     with torch.no_grad():
         for spec, cfg, splits in conv_candidates(device_index, shape, dtype, out_dtype):
             x, w = inputs[0]
-            plan = conv.flat_plan(x, shape, t_out) if spec is None else \
+            route = isinstance(spec, str)
+            plan = conv.route_plan(spec, x, shape, t_out) if route else \
                 conv.plan_conv(x, shape, t_out, spec.name, cfg.name, splits)
             weights = [plan.weights(w_i) for _, w_i in inputs]
             check = conv.verify(x, w, plan.run(x, weights[0]), shape)
-            kernel, config = (tune.FLAT, "") if spec is None else (spec.name, cfg.name)
+            kernel, config = (spec, "") if route else (spec.name, cfg.name)
             name = " / ".join([kernel] + ([config] if config else []) + ([str(splits)] if splits else []))
             rows.append({"kernel": kernel, "config": config, "splits": splits, "name": name, "verified": check.ok})
             if check.ok:

@@ -128,8 +128,8 @@ def _loop_json(mix) -> dict | None:
 def cmd_explain(args) -> int:
     from ..explain import explain
     if args.conv:
-        from .. import conv
-        shape = conv.parse(args.conv)
+        from .. import conv, convnets
+        shape = convnets.parse(args.conv)
         lines = conv.explain(shape)
         if args.json != "-":
             for line in lines:

@@ -38,13 +38,13 @@ def cmd_conv(args) -> int:
     if args.model:
         return _conv_models(args)
     import torch
-    from .. import conv
+    from .. import conv, convnets
     from ..gemm import device_limits
     show = report_console(args)
     dtype = getattr(torch, DTYPES[args.dtype])
     out_dtype = getattr(torch, DTYPES[args.out_dtype]) if args.out_dtype else None
-    groups = {"shape": [(args.shape, conv.parse(args.shape))]} if args.shape else \
-        {s: conv.SUITES[s] for s in (conv.SUITES if args.suite == "all" else [args.suite])}
+    groups = {"shape": [(args.shape, convnets.parse(args.shape))]} if args.shape else \
+        {s: convnets.SUITES[s] for s in (convnets.SUITES if args.suite == "all" else [args.suite])}
     lim = device_limits(torch.cuda.current_device())
     timing = "CUDA-graph replays" if not args.eager else "wall clock per eager call"
     table = Table(title=f"zoo.conv2d vs cuDNN (F.conv2d, channels-last, cudnn.benchmark), {args.dtype} -> "

@@ -90,8 +90,8 @@ def cmd_tune(args) -> int:
 
 def tune_convs(args, idx, lim, path, key, out_name, show) -> int:
     """zoo tune --conv SUITE: each convolution's fastest verified conv kernel / config or flat K."""
-    from .. import conv, tune, tuner
-    suites = {**conv.SUITES, "all": [lay for name in conv.SUITES for lay in conv.SUITES[name]]}
+    from .. import conv, convnets, tune, tuner
+    suites = {**convnets.SUITES, "all": [lay for name in convnets.SUITES for lay in convnets.SUITES[name]]}
     if args.conv not in suites or args.dtype == "fp32":
         err_console.print(f"zoo tune: --conv takes one of {', '.join(suites)} with --dtype fp16 or bf16; "
                           f"got {args.conv} with {args.dtype}")
@@ -115,7 +115,7 @@ def tune_convs(args, idx, lim, path, key, out_name, show) -> int:
         name = conv.tune_key(shape, dtype, out_dtype)
         winners[name] = {k: best[k] for k in ("kernel", "config", "splits", "us", "cudnn_us")}
         auto = conv.automatic(lim, shape, dtype, out_dtype)
-        auto = (tune.FLAT, "") if auto is None else (auto[0].name, auto[1].name)
+        auto = (auto, "") if isinstance(auto, str) else (auto[0].name, auto[1].name)
         model = next((r for r in rows if (r["kernel"], r["config"]) == auto and r["splits"] is None), None)
         table.add_row(label, best["name"], f"{best['us']:.1f}", f"{best['cudnn_us']:.1f}",
                       f"{model['us']:.1f}" if model else "-", str(len(rows)))
