@@ -167,6 +167,33 @@ def test_a_1x1_convolution_runs_as_one_zoo_mm():
     assert isinstance(conv.plan_for(xs, strided, torch.float16, None, None), conv.ConvPlan)
 
 
+def test_a_network_of_many_distinct_convolutions_plans_each_once(monkeypatch):
+    """A forward through 80 convolutions of distinct shapes (more than DenseNet-121's 66), run
+    twice: the second pass finds every plan (none evicted by the others) and plans nothing."""
+    chain = [8 * (i + 1) for i in range(81)]
+    gen = torch.Generator(device="cuda").manual_seed(8)
+    ws = [torch.randn(k, c, 1, 1, device="cuda", dtype=torch.float16, generator=gen) / c ** 0.5
+          for c, k in zip(chain, chain[1:])]
+    x = torch.randn(1, 8, 5, 5, device="cuda", dtype=torch.float16, generator=gen).contiguous(
+        memory_format=torch.channels_last)
+    planned = []
+    plan_conv = conv.plan_conv
+    monkeypatch.setattr(conv, "plan_conv", lambda *a, **k: planned.append(a[1]) or plan_conv(*a, **k))
+
+    def forward():
+        y = x
+        for w in ws:
+            y = zoo.conv2d(y, w, stride=1, padding=1)  # padded: the conv kernel, not the 1x1 zoo.mm route
+        return y
+
+    with torch.no_grad():
+        first = forward()
+        made = len(planned)
+        second = forward()
+    assert made >= 80 and len(planned) == made, f"{len(planned) - made} plans made again"
+    assert torch.equal(first, second)
+
+
 def test_a_small_channel_conv_in_a_cuda_graph():
     """The automatic plan of a 3-channel input (packed taps: x padded to 4 channels, then the
     kernel; or the flat K's gather, then zoo.mm) is captured and replayed with new contents."""
