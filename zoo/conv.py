@@ -279,7 +279,9 @@ def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, s
     """torch.nn.functional.conv2d on the zoo's kernels, as an implicit GEMM (no im2col buffer).
     Small channel counts (the stem's C = 3), where padding each tap's channels to a K-tile would
     waste the MMAs (gathers_flat), run on a kernel that packs taps into K-tiles, or where none
-    runs, gather x's im2col matrix first and run one zoo.mm on it.
+    runs, gather x's im2col matrix first and run one zoo.mm on it. A 1x1, stride-1, unpadded
+    convolution of few output pixels is one zoo.mm (GEMM_CONV_MAX_M). `zoo tune --conv`'s
+    winners take precedence.
 
     x: (N, C, H, W) and w: (K, C, R, S), both torch.float16 or both torch.bfloat16 on one CUDA
     device. x is read channels-last (NHWC): an NCHW x is converted first (a copy), as is one
@@ -489,15 +491,19 @@ class ConvPlan:
 
 
 @dataclass
-class FlatConvPlan:
-    """conv2d's plan where it gathers a flat K (gathers_flat): per call, x's im2col matrix
-    (gather_columns), then one zoo.mm against the weights' flat matrix (flat_weights), the bias
-    added as zoo.mm adds it. spec and cfg: zoo.mm's choice for that GEMM (of the whole batch;
-    a chunk of images may take another), as reported."""
+class RoutePlan:
+    """A route of conv2d's through zoo.mm (ROUTES): spec and cfg are zoo.mm's choice for the
+    GEMM, as reported; the bias is added as zoo.mm adds it."""
     shape: Conv
     spec: KernelSpec
     cfg: TileConfig
     out_dtype: torch.dtype
+
+
+class FlatConvPlan(RoutePlan):
+    """conv2d's plan where it gathers a flat K (gathers_flat): per call, x's im2col matrix
+    (gather_columns), then one zoo.mm against the weights' flat matrix (flat_weights); zoo.mm's
+    choice is the whole batch's (a chunk of images may take another)."""
 
     @property
     def layout(self) -> tuple:
@@ -519,16 +525,10 @@ class FlatConvPlan:
         return nchw_view(y, sh)
 
 
-@dataclass
-class GemmConvPlan:
+class GemmConvPlan(RoutePlan):
     """conv2d's plan where a 1x1 convolution runs as one zoo.mm (runs_as_gemm): x as the
     (N*H*W, C) matrix (a view of a channels-last x, else reshape's copy) times w's (K, C) rows
-    transposed (a view zoo.mm reads in place), the bias added as zoo.mm adds it. spec and cfg:
-    zoo.mm's choice, as reported."""
-    shape: Conv
-    spec: KernelSpec
-    cfg: TileConfig
-    out_dtype: torch.dtype
+    transposed (a view zoo.mm reads in place)."""
 
     @property
     def layout(self) -> tuple:

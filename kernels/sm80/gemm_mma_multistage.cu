@@ -226,7 +226,8 @@ __device__ __forceinline__ void gemm(const T* __restrict__ A, const T* __restric
       for (int h = 0; h < 2; ++h) {
         const int g = quad0 + 2 * (c_tp + 2 * j) + h, t = g >> quad_shift;
         const int c = (g - (t << quad_shift)) * 4, r = t / geo.S, s = t - r * geo.S;
-        const int dh = r * geo.dil_h, dw = s * geo.dil_w, off = (dh * geo.W + dw) * geo.C + c;
+        const int dh = r * geo.dil_h, dw = s * geo.dil_w;
+        const long long off = (static_cast<long long>(dh) * geo.W + dw) * geo.C + c;  // as ConvTap's
         const bool tap_in = t < geo.taps && c < geo.C;
 #pragma unroll
         for (int i = 0; i < CONV_ROWS; ++i) {
