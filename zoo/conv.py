@@ -123,10 +123,10 @@ def _aligned_channels(c: int) -> int:
 # gathers the (r, s, c) product into one im2col matrix, its K padded once to whole 16-byte
 # chunks (152 for the stem), and runs it as one zoo.mm (the gather writes and reads that
 # matrix once). FLAT_K_WASTE is a first choice, not measured.
-# Packed taps against the flat K, on an H200 (2026-11-28, CUDA-graph replays, x's 4-channel copy included),
-# the cp.async kernel's 64x64 tiles of packed taps against the flat K: the stem at batch 32
-# 111 us against 130 (cuDNN 86), C = 1 3x3 (K 64 for 9 of data) 37 against 46, C = 13 7x7
-# stride 2 30 against 40 (cuDNN 38). results/h200-2026-11-28/issue41/packed-taps.
+# Packed taps (64x64 tiles) against the flat K on an H200, 2026-11-28, CUDA-graph replays with
+# x's 4-channel copy: the stem at batch 32 111 us against 130 (cuDNN 86), C = 1 3x3 (K 64 for
+# 9 of data) 37 against 46, C = 13 7x7 stride 2 30 against 40 (cuDNN 38);
+# results/h200-2026-11-28/issue41/packed-taps.
 # A call holds at most FLAT_K_CHUNK_BYTES of the matrix at a time (whole images: the stem's
 # 122 MB at batch 32 in one go, batch 256 in eight).
 FLAT_K_WASTE = 4
@@ -285,8 +285,8 @@ def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, s
 
     x: (N, C, H, W) and w: (K, C, R, S), both torch.float16 or both torch.bfloat16 on one CUDA
     device. x is read channels-last (NHWC): an NCHW x is converted first (a copy), as is one
-    whose C is not a multiple of 8 (its channels padded with zeros; to 4 for packed taps). Any stride, padding and
-    dilation (ints or (h, w) pairs); groups must be 1. FP32 accumulation; the result is
+    whose C is not a multiple of 8 (its channels padded with zeros; to 4 for packed taps). Any
+    stride, padding and dilation (ints or (h, w) pairs); groups must be 1. FP32 accumulation; the result is
     (N, K, P, Q) in x's dtype or out_dtype=torch.float32, channels-last. bias (K,) is added in
     fp32 by the sm_90a kernel's epilogue, after the GEMM by the others. No autograd: inputs that
     require grad raise. A weight the kernel cannot read in place (NCHW, C not a multiple of 8,
@@ -701,7 +701,7 @@ def route_plan(route: str, x: torch.Tensor, shape: Conv, out_dtype: torch.dtype)
     """The plan of a route of conv2d's (ROUTES): the flat K, or one zoo.mm."""
     if route == tune.GEMM:
         if not runs_as_gemm(shape):
-            raise ZooError(f"{shape.describe()} is not a GEMM as it stands (1x1, stride 1, no padding)")
+            raise ZooError(f"{shape.describe()} is not a GEMM as it stands (1x1, stride 1, no padding, C % 8 == 0)")
         return gemm_plan(x, shape, out_dtype)
     return flat_plan(x, shape, out_dtype)
 
