@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 import torch
 from torch.utils.weak import WeakTensorKeyDictionary
 
-from . import arch, configs, cuda, gemm, registry, tune
+from . import arch, cuda, gemm, registry, tune
 from .configs import TileConfig
 from .cuda import ZooError
 from .registry import KernelSpec, Problem
@@ -138,10 +138,10 @@ def flat_k(shape: Conv) -> int:
     return _aligned_channels(shape.gemm_k)
 
 
-def gathers_flat(shape: Conv, block_k: int, packs: bool = False) -> bool:
-    """Whether conv2d gathers a flat K for this shape (FLAT_K_WASTE) rather than running the
-    implicit GEMM over K-tiles of `block_k` (packs: of taps packed, KernelSpec.packs_taps)."""
-    return shape.padded_k(block_k, packs) >= FLAT_K_WASTE * flat_k(shape)
+def gathers_flat(shape: Conv, block_k: int) -> bool:
+    """Whether one filter tap a K-tile of `block_k` would waste the MMAs (FLAT_K_WASTE): then
+    conv2d packs taps, or where no kernel does, gathers a flat K."""
+    return shape.padded_k(block_k) >= FLAT_K_WASTE * flat_k(shape)
 
 
 def flat_columns(x: torch.Tensor, shape: Conv) -> torch.Tensor:
@@ -655,21 +655,10 @@ def automatic(limits, shape: Conv, dtype: str, out_dtype: str) -> tuple[KernelSp
     if gathers_flat(shape, cfg.block_k):  # one tap a K-tile would waste the MMAs
         # Packed taps beat the flat K wherever measured (above FLAT_K_WASTE), even at 4x waste.
         packing = next((k for k in registry.eligible(limits.cc, problem, "conv") if k.packs_taps), None)
-        return tune.FLAT if packing is None else (packing, packed_config(packing, limits, problem))
+        return tune.FLAT if packing is None else (packing, registry.packed_config(packing, limits, problem))
     if spec.tma_boxes and not _im2col_fits(shape):
         return _without_im2col_map(limits, problem, shape)
     return spec, cfg
-
-
-def packed_config(spec: KernelSpec, limits, problem: Problem) -> TileConfig:
-    """The config of packed taps: the narrowest tile that holds the output channels (few
-    channels: the stem's 64), the tallest of those, as B is read once per tile. On an H200,
-    the stem at batch 32 (x's copy included): 128x64 95.5 us, 64x64 106, 128x128 148 (cuDNN
-    85.6); results/h200-2026-11-28/issue41/packed-taps."""
-    fits = [c for c in spec.configs if not configs.problems(c, spec, limits)]
-    holding = [c for c in fits if c.block_n >= problem.n] or fits
-    narrowest = min(c.block_n for c in holding)
-    return max((c for c in holding if c.block_n == narrowest), key=lambda c: c.block_m)
 
 
 def _without_im2col_map(limits, problem: Problem, shape: Conv) -> tuple[KernelSpec, TileConfig]:
@@ -707,21 +696,22 @@ def route_plan(route: str, x: torch.Tensor, shape: Conv, out_dtype: torch.dtype)
 
 
 def gemm_plan(x: torch.Tensor, shape: Conv, out_dtype: torch.dtype) -> "GemmConvPlan":
-    """The zoo.mm plan of a 1x1 convolution, naming the kernel and config zoo.mm will choose."""
-    device_index = x.device.index if x.device.index is not None else torch.cuda.current_device()
-    problem = Problem(shape.gemm_m, shape.out_channels, shape.channels, gemm._dtype_name(x.dtype),
-                      gemm._dtype_name(out_dtype), b_col=True)
-    spec, cfg, _ = gemm._choose(gemm.device_limits(device_index), problem, device_index, None, None)
-    return GemmConvPlan(shape, spec, cfg, out_dtype)
+    """The zoo.mm plan of a 1x1 convolution: K = C, w's rows read as B^T."""
+    return _zoo_mm_plan(GemmConvPlan, x, shape, out_dtype, shape.channels, b_col=True)
 
 
 def flat_plan(x: torch.Tensor, shape: Conv, out_dtype: torch.dtype) -> FlatConvPlan:
-    """The flat-K plan, naming the GEMM kernel and config zoo.mm will choose for it."""
+    """The flat-K plan: K = flat_k, against flat_weights' rows of aligned length."""
+    return _zoo_mm_plan(FlatConvPlan, x, shape, out_dtype, flat_k(shape), ldb=_aligned_channels(shape.out_channels))
+
+
+def _zoo_mm_plan(plan_type, x: torch.Tensor, shape: Conv, out_dtype: torch.dtype, k: int, **b_layout):
+    """A route's plan, naming the kernel and config zoo.mm will choose for its GEMM."""
     device_index = x.device.index if x.device.index is not None else torch.cuda.current_device()
-    flat = Problem(shape.gemm_m, shape.out_channels, flat_k(shape), gemm._dtype_name(x.dtype),
-                   gemm._dtype_name(out_dtype), ldb=_aligned_channels(shape.out_channels))
-    spec, cfg, _ = gemm._choose(gemm.device_limits(device_index), flat, device_index, None, None)
-    return FlatConvPlan(shape, spec, cfg, out_dtype)
+    problem = Problem(shape.gemm_m, shape.out_channels, k, gemm._dtype_name(x.dtype), gemm._dtype_name(out_dtype),
+                      **b_layout)
+    spec, cfg, _ = gemm._choose(gemm.device_limits(device_index), problem, device_index, None, None)
+    return plan_type(shape, spec, cfg, out_dtype)
 
 
 def tune_key(shape: Conv, dtype: str, out_dtype: str) -> str:

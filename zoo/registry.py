@@ -111,9 +111,23 @@ def serves(spec: KernelSpec, c: cfgs.TileConfig, problem: Problem) -> bool:
     kernel, whether it promotes its partial sums as the problem asks (KernelSpec.promote) and,
     for block scales, keeps each consumer's columns in one SCALE_BLOCK (its one scale of B)."""
     built = layouts_of(spec, c)
-    if spec.promote and (bool(c.promote) != problem.promote or (problem.block and SCALE_BLOCK % c.warp_n)):
+    if spec.promote and fp8_refusal(c, problem):
         return False
     return layout(False, False) in built or (problem.b_col and layout(False, True) in built)
+
+
+def fp8_refusal(c: cfgs.TileConfig, problem: Problem) -> str:
+    """Why an FP8 config cannot serve the problem (empty: it can): it must promote its partial
+    sums as the problem asks and, for block scales, keep each consumer's columns in one
+    SCALE_BLOCK (its one scale of B)."""
+    if bool(c.promote) != problem.promote:
+        return (f"{'promotes' if c.promote else 'does not promote'} its partial sums; this call asks for "
+                f"{'promotion' if problem.promote else 'fast accumulation'}; name a config with promote: "
+                f"{int(problem.promote)}")
+    if problem.block and SCALE_BLOCK % c.warp_n:
+        return (f"a consumer's {c.warp_n} columns span more than one {SCALE_BLOCK}-wide block of the block "
+                f"recipe's scales; name a config whose warp_n divides {SCALE_BLOCK}")
+    return ""
 
 
 def dependent_launch(spec: KernelSpec, limits: ArchLimits, footprint_bytes: int) -> bool:
@@ -297,6 +311,17 @@ def conv_narrow_choice(narrow: list[cfgs.TileConfig], problem: Problem, chosen: 
     if problem.n > CONV_NARROW_MAX_N:
         return chosen
     return next((c for c in narrow if c.block_n >= problem.n), chosen)
+
+
+def packed_config(spec: KernelSpec, limits: ArchLimits, problem: Problem) -> cfgs.TileConfig:
+    """conv2d's config of packed taps (KernelSpec.packs_taps): the narrowest tile that holds the
+    output channels (few: the stem's 64), the tallest of those, as B is read once per tile. On
+    an H200, the stem at batch 32 (x's copy included): 128x64 95.5 us, 64x64 106, 128x128 148
+    (cuDNN 85.6); results/h200-2026-11-28/issue41/packed-taps."""
+    fits = [c for c in spec.configs if not cfgs.problems(c, spec, limits)]
+    holding = [c for c in fits if c.block_n >= problem.n] or fits
+    narrowest = min(c.block_n for c in holding)
+    return max((c for c in holding if c.block_n == narrowest), key=lambda c: c.block_m)
 
 
 def pingpong_choice(spec: KernelSpec, preferred: list[cfgs.TileConfig], costs: dict, limits: ArchLimits,

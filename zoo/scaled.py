@@ -119,15 +119,10 @@ def _plan(a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum, kernel, confi
                       promote=recipe == "block" or not use_fast_accum, block=recipe == "block")
     limits = gemm.device_limits(index)
     spec, cfg = registry.select(limits, problem, kernel_name=kernel, config_name=config, op="scaled")
-    if bool(cfg.promote) != problem.promote:
-        raise ZooError(f"{spec.name} [{cfg.name}] {'promotes' if cfg.promote else 'does not promote'} its partial "
-                       f"sums; this call asks for {'promotion' if problem.promote else 'fast accumulation'} "
-                       f"({'the block recipe' if recipe == 'block' else f'use_fast_accum={use_fast_accum}'}): "
-                       f"name a config with promote: {int(problem.promote)}")
-    if problem.block and registry.SCALE_BLOCK % cfg.warp_n:
-        raise ZooError(f"{spec.name} [{cfg.name}]: a consumer's {cfg.warp_n} columns span more than one "
-                       f"{registry.SCALE_BLOCK}-wide block of the block recipe's scales; name a config whose "
-                       f"warp_n divides {registry.SCALE_BLOCK}")
+    refusal = registry.fp8_refusal(cfg, problem)  # a named config the registry would not take
+    if refusal:
+        asked = "the block recipe" if recipe == "block" else f"use_fast_accum={use_fast_accum}"
+        raise ZooError(f"{spec.name} [{cfg.name}] ({asked}): {refusal}")
     # The kernel's Scales strides (sa: per row, per K block; sb: per K block, per column or block).
     if recipe == "tensor":
         strides = (0, 0, 0, 0)
