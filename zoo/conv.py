@@ -799,13 +799,17 @@ def explain(shape: Conv, block_m: int = 128, block_n: int = 128, block_k: int = 
 
 # ----------------------------------------------------------------------------- measuring
 
-def inputs(shape: Conv, dtype: torch.dtype, gen: torch.Generator, channels_last: bool = True):
-    """Random x (N, C, H, W) and w (K, C, R, S) for a shape, x channels-last if asked."""
+def inputs(shape: Conv, dtype: torch.dtype, gen: torch.Generator, channels_last: bool = True,
+           weight_channels_last: bool = False):
+    """Random x (N, C, H, W) and w (K, C, R, S) for a shape, x channels-last if asked, w too if
+    asked (as a network holds them after model.to(memory_format=torch.channels_last))."""
     x = torch.randn(shape.images, shape.channels, shape.height, shape.width, device="cuda", dtype=dtype, generator=gen)
     w = torch.randn(shape.out_channels, shape.channels, shape.r, shape.s, device="cuda", dtype=dtype, generator=gen)
     w = w / (shape.r * shape.s * shape.channels) ** 0.5  # outputs of order 1
     if channels_last:
         x = x.contiguous(memory_format=torch.channels_last)
+    if weight_channels_last:
+        w = w.contiguous(memory_format=torch.channels_last)
     return x, w
 
 
@@ -830,12 +834,13 @@ def verify(x, w, y, shape: Conv, bias=None):
 
 def measure(shape: Conv, dtype: torch.dtype, out_dtype: torch.dtype | None, warmup: int, iters: int,
             seed: int = 0, kernel: str | None = None, config: str | None = None, graph: bool = True):
-    """Verify zoo.conv2d on one shape, then time it side by side with cuDNN (channels-last,
+    """Verify zoo.conv2d on one shape, then time it side by side with cuDNN (x and w
+    channels-last, as a channels-last network holds them: neither side lays w out per call;
     torch.backends.cudnn.benchmark on): {"zoo": Timing, "cudnn": Timing}, the Check, and the
     kernel / config that ran."""
     from . import bench
     gen = torch.Generator(device="cuda").manual_seed(seed)
-    x, w = inputs(shape, dtype, gen)
+    x, w = inputs(shape, dtype, gen, weight_channels_last=True)
     with torch.no_grad():
         y = conv2d(x, w, stride=shape.stride, padding=shape.padding, dilation=shape.dilation,
                    out_dtype=out_dtype, kernel=kernel, config=config)
@@ -845,7 +850,7 @@ def measure(shape: Conv, dtype: torch.dtype, out_dtype: torch.dtype | None, warm
     lim = gemm.device_limits(x.device.index or 0)
     per_set = x.numel() * x.element_size() + w.numel() * w.element_size() + shape.gemm_m * shape.out_channels * 4
     sets = bench.rotation_sets(per_set, lim.l2_bytes, max_sets=4)
-    xs = [inputs(shape, dtype, gen) for _ in range(sets)]
+    xs = [inputs(shape, dtype, gen, weight_channels_last=True) for _ in range(sets)]
     fns = {"cudnn": lambda i: torch_conv(xs[i][0], xs[i][1], shape, out_dtype=out_dtype),
            "zoo": lambda i: conv2d(xs[i][0], xs[i][1], stride=shape.stride, padding=shape.padding,
                                    dilation=shape.dilation, out_dtype=out_dtype, kernel=kernel, config=config)}

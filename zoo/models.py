@@ -248,7 +248,8 @@ def mlp(dtype: torch.dtype, width: int = 1024, layers: int = 8) -> torch.nn.Modu
 def bench_mlp_train(report: Report, dtype: torch.dtype, calls: int, repeats: int,
                     progress: Callable[[str], None] = print) -> None:
     """A training step (forward, backward, SGD) of 8 Linear(1024, 1024): batch 16 (host-bound)
-    and 8192 (device-bound)."""
+    and 8192 (device-bound on a fast host), each eager and replayed from a CUDA graph (the
+    device's time alone)."""
     for batch in (16, 8192):
         ref = mlp(dtype)
         mine, report.swaps["mlp-train"] = converted(ref)
@@ -274,6 +275,31 @@ def bench_mlp_train(report: Report, dtype: torch.dtype, calls: int, repeats: int
         progress(f"mlp-train: batch {batch}")
         report.rows.append(Row("mlp-train", f"8 x Linear(1024, 1024) bf16, batch {batch}, eager step",
                                **_pair(steps[0], steps[1], calls, repeats), check=check))
+        # The device's share alone: the whole step replayed from a CUDA graph.
+        g_mine, g_ref = _graphed_step(mine, x), _graphed_step(ref, x)
+        report.rows.append(Row("mlp-train", f"8 x Linear(1024, 1024) bf16, batch {batch}, step from a CUDA graph",
+                               **_pair(g_mine, g_ref, calls, repeats)))
+
+
+def _graphed_step(model: torch.nn.Module, x: torch.Tensor, lr: float = 1e-3) -> Callable[[], None]:
+    """A training step (forward, backward, SGD) of `model` on `x` captured whole into a CUDA
+    graph (torch's whole-network recipe: warm-up on a side stream, gradients made in the
+    graph's pool), replayed after: what the step costs the device, without the host."""
+    opt = torch.optim.SGD(model.parameters(), lr=lr)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            opt.zero_grad(set_to_none=True)
+            model(x).float().square().mean().backward()
+            opt.step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        model(x).float().square().mean().backward()
+        opt.step()
+    return graph.replay
 
 
 def _pair(mine, theirs, calls, repeats) -> dict:

@@ -135,7 +135,7 @@ def conv_candidates(device_index: int, shape, dtype: str, out_dtype: str) -> lis
 def measure_conv(device_index: int, shape, dtype: str, out_dtype: str, iters: int = 20, warmup: int = 5,
                  seed: int = 0, progress=None) -> list[dict]:
     """Verify every conv_candidates entry on one convolution against float64, then time them
-    side by side with cuDNN (channels-last, cudnn.benchmark; CUDA-graph replays, inputs
+    side by side with cuDNN (x and w channels-last, cudnn.benchmark; CUDA-graph replays, inputs
     rotated out of L2, each plan's weights laid out beforehand, as keep_layout keeps them):
     rows sorted fastest first, wrong ones last; "kernel" is the route's name for a route."""
     from . import conv, tune
@@ -145,7 +145,7 @@ def measure_conv(device_index: int, shape, dtype: str, out_dtype: str, iters: in
     per_set = (shape.images * shape.channels * shape.height * shape.width +
                shape.out_channels * shape.channels * shape.r * shape.s) * t.itemsize
     sets = bench.rotation_sets(per_set, limits.l2_bytes, max_sets=4)
-    inputs = [conv.inputs(shape, t, gen) for _ in range(sets)]
+    inputs = [conv.inputs(shape, t, gen, weight_channels_last=True) for _ in range(sets)]
     fns = {"cudnn": lambda i: conv.torch_conv(*inputs[i], shape, out_dtype=t_out)}
     rows = []
     torch.backends.cudnn.benchmark = True
