@@ -127,16 +127,22 @@ def test_eager_training_through_zoo_linear_matches_torch():
 
 
 def test_a_training_step_captured_whole_in_a_cuda_graph_updates_as_torchs():
-    """zoo bench --model mlp-train's graphed step (models._graphed_step): forward, backward on
-    the zoo's autograd path and SGD captured into one CUDA graph; after the warm-up steps and
-    two replays each layer's weights moved as torch's layers moved them."""
+    """zoo bench --model mlp-train's graphed step (models._graphed over a step that sets the
+    gradients to None, then forward, backward on the zoo's autograd path and SGD): after the
+    warm-up steps and two replays each layer's weights moved as torch's layers moved them."""
     from zoo import models
     ref = mlp(dtype=torch.bfloat16, seed=7)
     mine = zoo_copy(ref)
     before = [ref[i].weight.detach().float() for i in (0, 2)]
     x = torch.randn(64, 256, device="cuda", dtype=torch.bfloat16)
     for model in (ref, mine):
-        replay = models._graphed_step(model, x, lr=50.0)  # steps far above bf16's rounding of the weights
+        opt = torch.optim.SGD(model.parameters(), lr=50.0)  # steps far above bf16's rounding of the weights
+
+        def step(model=model, opt=opt):
+            opt.zero_grad(set_to_none=True)
+            model(x).float().square().mean().backward()
+            opt.step()
+        replay = models._graphed(step)
         replay()
         replay()
     torch.cuda.synchronize()
