@@ -1101,7 +1101,10 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
   volatile int* const split_flags = reinterpret_cast<volatile int*>(
       smem_raw + (empty_bar + STAGES * 8 - smem_u32(smem_raw)));
 
-  const int warpgroup = threadIdx.x / WG_THREADS;
+  // Broadcast from lane 0: the compiler then knows it is warp-uniform and keeps what derives
+  // from it (each consumer's wgmma descriptors, ring stage and phase) in uniform registers,
+  // so a K-tile's wgmmas issue back to back (NOTES.md, "A warp-uniform warpgroup index").
+  const int warpgroup = __shfl_sync(0xffffffffu, threadIdx.x / WG_THREADS, 0);
   // The next grid in the stream may launch at once (a programmatic dependent waits for this
   // grid itself where it must): a launch reaches the GPU ~0.6 us after the grid before it has
   // triggered, so a trigger after this block's set-up would space a chain of grids wider.
