@@ -80,6 +80,23 @@ def test_signature_check_catches_missing_and_forbidden():
     assert "HMMA" in res.missing and any("LDGSTS" in f for f in res.forbidden)
 
 
+def test_sm90_signature_refuses_wgmma_descriptors_from_vector_registers():
+    """The sm90 kernels' wgmma descriptors must be worked out in uniform registers: an R2UR
+    within six instructions of a wgmma is what the build before f627c3f had (as cuobjdump
+    prints sm_90 SASS: each instruction, then a line of its upper encoding)."""
+    def listing(*ops):
+        return "".join(f"        /*{16 * i:04x}*/  {op} ;  /* 0x0 */\n  /* 0x0 */\n" for i, op in enumerate(ops))
+    wgmma = "HGMMA.64x128x16.F32.BF16 R24, gdesc[UR24].tnspA.tnspB, R24, gsb0"
+    fp8 = "QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR8], R24, gsb0"
+    spec = registry.SM90_GEMM
+
+    def refused(text):
+        return any("R2UR" in f for f in sass.check_signature(text, spec.sass_required, spec.sass_forbidden).forbidden)
+    assert refused(listing("R2UR UR24, R4", "R2UR UR25, R5", "IADD3 R4, P0, R10, UR12, RZ", wgmma))
+    assert refused(listing("R2UR UR8, R4", *["NOP"] * 5, fp8))
+    assert not refused(listing("R2UR UR8, R4", *["NOP"] * 6, wgmma))  # further back: set-up, not the K loop
+    assert not refused(listing("UIADD3 UR8, UR7, 0x800, URZ", "USHF.R.S32.HI UR9, URZ, 0x1f, UR8", wgmma))
+
 def test_occupancy_follows_the_limits():
     t4, h100 = arch.offline("sm_75"), arch.offline("sm_90a")
     # 128x128: 37888 B smem, 244 registers, 128 threads.

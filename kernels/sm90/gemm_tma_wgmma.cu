@@ -487,7 +487,7 @@ struct Scheduler {
   Gemm<OutT> single;        // the GEMM of a one-GEMM launch
   UnitLayout layout;        // and how its units decode
   const GroupEntry* table;  // or the GEMMs of a grouped launch (splits = 1)
-  int count, units, first, step, rank_m, rank_n, splits;
+  int count, units, step, splits;
   int whole = 0, tail = 0, k_tiles = 0, tail_work = 0;  // stream-K: tail_work = tail x k_tiles
   // A one-GEMM launch's bias, added to each row of C (one value per column), or none. Kept
   // here, not in Gemm: a pointer more in each unit's Work put it on the stack.
@@ -498,12 +498,7 @@ struct Scheduler {
                        const Scales& scales_ = {})
       : single(g), layout(layout_), table(table_), count(count_), units(units_), splits(splits_), bias(bias_),
         scales(scales_) {
-    if constexpr (CLUSTER > 1) {
-      const int rank = cluster_rank();
-      first = cluster_id(), step = cluster_count(), rank_m = rank % CLUSTER_M, rank_n = rank / CLUSTER_M;
-    } else {
-      first = blockIdx.x, step = gridDim.x, rank_m = 0, rank_n = 0;
-    }
+    step = CLUSTER > 1 ? static_cast<int>(cluster_count()) : static_cast<int>(gridDim.x);
     if constexpr (STREAM_K) {
       if (tail_tiles > 0) {  // the host checks that runs are several K-tiles and tail_work x step fits int32
         tail = tail_tiles;
@@ -514,6 +509,12 @@ struct Scheduler {
       }
     }
   }
+  // This CTA's first unit and its place in its cluster's stack of tiles, read from the special
+  // registers where used rather than kept: held across the kernel they took two of the vector
+  // registers that 128x192ppc2's consumers (192 accumulators) need, and ptxas spilled them.
+  __device__ int first() const { return CLUSTER > 1 ? static_cast<int>(cluster_id()) : static_cast<int>(blockIdx.x); }
+  __device__ int rank_m() const { return CLUSTER > 1 ? static_cast<int>(cluster_rank()) % CLUSTER_M : 0; }
+  __device__ int rank_n() const { return CLUSTER > 1 ? static_cast<int>(cluster_rank()) / CLUSTER_M : 0; }
   // Stream-K: the first K-tile of CTA b's run, and the CTA whose run holds K-tile x of the
   // tail (the last b with run_start(b) <= x).
   __device__ int run_start(int b) const { return static_cast<unsigned>(tail_work * b) / step; }
@@ -580,8 +581,8 @@ struct Scheduler {
       stack_n = lay.last_rows.div<FAST>(in_group);
       stack_m = first_m + in_group - stack_n * lay.last_rows.d;
     }
-    w.tile_m = stack_m * CLUSTER_M + rank_m;
-    w.tile_n = stack_n * CLUSTER_N + rank_n;
+    w.tile_m = stack_m * CLUSTER_M + rank_m();
+    w.tile_n = stack_n * CLUSTER_N + rank_n();
     w.kt_begin = w.split * lay.k_per_split;
     w.kt_end = min(zoo::ceil_div(g.K, BK), w.kt_begin + lay.k_per_split);
     return w;
@@ -912,7 +913,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
   // tensor cores serve one tile at a time, and no consumer waits on a ring stage more than
   // one lap ahead of what has been consumed (the parity wait could not tell the laps apart).
   int turn = 0;
-  for (int unit = sched.first; unit < sched.units; unit += sched.step, ++turn) {
+  for (int unit = sched.first(); unit < sched.units; unit += sched.step, ++turn) {
     const Work<OutT> w = sched.work(unit);
     if (PINGPONG && turn % 2 != consumer) {
       advance_ring(stage, phase, w.kt_end - w.kt_begin);
@@ -1138,13 +1139,14 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
     setmaxnreg_dec<PRODUCER_REGS>();
     if (threadIdx.x == 0) {
       // Multicast masks: the CTAs of this one's row of tiles (same rank_m: A) and column (B).
+      const int rank_m = sched.rank_m(), rank_n = sched.rank_n();  // read once: the K loop uses them
       unsigned short row_mask = 0, column_mask = 0;
-      for (int j = 0; j < CLUSTER_N; ++j) row_mask |= 1u << (sched.rank_m + CLUSTER_M * j);
-      for (int i = 0; i < CLUSTER_M; ++i) column_mask |= 1u << (i + CLUSTER_M * sched.rank_n);
+      for (int j = 0; j < CLUSTER_N; ++j) row_mask |= 1u << (rank_m + CLUSTER_M * j);
+      for (int i = 0; i < CLUSTER_M; ++i) column_mask |= 1u << (i + CLUSTER_M * rank_n);
       const TensorMap* fenced = nullptr;
       int stage = 0;
       unsigned phase = 0;
-      for (int unit = sched.first; unit < sched.units; unit += sched.step) {
+      for (int unit = sched.first(); unit < sched.units; unit += sched.step) {
         const Work<OutT> w = sched.work(unit);
         const int tile_m = w.tile_m, tile_n = w.tile_n;
         const TensorMap* const tmap_a = w.g.a;
@@ -1167,7 +1169,7 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
           mbar_wait(empty_bar + 8 * stage, phase ^ 1);
           const unsigned bar = full_bar + 8 * stage;
           mbar_arrive_expect_tx(bar, STAGE_BYTES);  // the whole stage: this CTA's shares and the peers'
-          const int a_row = sched.rank_n * A_SHARE_ROWS;
+          const int a_row = rank_n * A_SHARE_ROWS;
           const unsigned a_dst = a_smem + stage * A_STAGE_BYTES + a_row * SWIZZLE_BYTES;
 #ifdef ZOO_CONV
           load_conv_tiles(a_dst, b_smem + stage * B_STAGE_BYTES, tmap_a, tmap_b, bar, *w.g.conv, tile_m * BM,
@@ -1176,7 +1178,7 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
           (void)a_dst;
           // A^T's columns tile_m * BM.. in boxes of 64, K-tile rows kt * BK..: each CTA of a
           // cluster row loads 1/CLUSTER_N of every box's rows and multicasts its share.
-          const int a_k = sched.rank_n * (BK / CLUSTER_N);
+          const int a_k = rank_n * (BK / CLUSTER_N);
           load_column_boxes<BM / BOX_COLS, (CLUSTER_N > 1)>(a_smem + stage * A_STAGE_BYTES + a_k * SWIZZLE_BYTES,
                                                              A_BOX_BYTES, tmap_a, bar, tile_m * BM, kt * BK + a_k,
                                                              w.matrix, row_mask);
@@ -1189,14 +1191,14 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
 #if defined(ZOO_B_K_MAJOR) && !defined(ZOO_CONV)
           // B^T's rows tile_n * BN.. are this tile's columns of B, K-major: each CTA of a cluster
           // column loads 1/CLUSTER_M of them and multicasts its share.
-          const int b_row = sched.rank_m * (BN / CLUSTER_M);
+          const int b_row = rank_m * (BN / CLUSTER_M);
           const unsigned b_dst = b_smem + stage * B_STAGE_BYTES + b_row * SWIZZLE_BYTES;
           if constexpr (CLUSTER_M > 1)
             tma_load_3d_multicast(b_dst, tmap_b, bar, kt * BK, tile_n * BN + b_row, w.matrix, column_mask);
           else
             tma_load_3d(b_dst, tmap_b, bar, kt * BK, tile_n * BN, w.matrix);
 #elif !defined(ZOO_CONV)
-          const int b_row = sched.rank_m * B_SHARE_ROWS;
+          const int b_row = rank_m * B_SHARE_ROWS;
           load_column_boxes<BN / BOX_COLS, (CLUSTER_M > 1)>(b_smem + stage * B_STAGE_BYTES + b_row * SWIZZLE_BYTES,
                                                              B_BOX_BYTES, tmap_b, bar, tile_n * BN, kt * BK + b_row,
                                                              w.matrix, column_mask);

@@ -194,7 +194,12 @@ SM90_GEMM = KernelSpec(
                     (r"\bHMMA\.", "HMMA (the legacy tensor-core path)"),
                     # split-K counts in with one acq_rel atomic: a __threadfence() on either side
                     # cost ~1 us per split launch (NOTES.md, "The split-K tail")
-                    (r"\bMEMBAR\.SC\.GPU\b", "MEMBAR.SC.GPU (fence.sc.gpu)")),
+                    (r"\bMEMBAR\.SC\.GPU\b", "MEMBAR.SC.GPU (fence.sc.gpu)"),
+                    # a wgmma whose descriptor was just moved over from a vector register (R2UR
+                    # within 6 instructions, 2 lines each): the consumers' K loop worked out per
+                    # thread what is warp-uniform (NOTES.md, "A warp-uniform warpgroup index")
+                    (r"\bR2UR\b[^\n]*\n(?:[^\n]*\n){0,11}[^\n]*\b[HQ]GMMA\.",
+                     "R2UR feeding a wgmma (descriptors in vector registers)")),
     description="TMA + mbarrier ring, warp-specialized producer/consumers, wgmma, persistent",
     thread_layout=_sm90_threads, launch_registers=_sm90_launch_registers, persistent=True,
     # pdl: they wait for the grid before them (ACQBULK above); registry.dependent_launch
