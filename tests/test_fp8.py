@@ -40,13 +40,17 @@ def test_quantize_round_trips_each_recipe_in_torchs_layouts(recipe):
 @pytest.mark.parametrize("recipe", ["tensor", "row"])
 def test_torchs_scaled_mm_computes_the_dequantized_product(recipe):
     """torch._scaled_mm (its CPU kernels run these two recipes) takes quantize's outputs as they
-    are and returns exactly dequantize(a) @ dequantize(b): the semantics and layouts agree."""
+    are and returns dequantize(a) @ dequantize(b) to fp32's rounding: the semantics and layouts
+    agree. Compared normwise: a CPU with AMX and AVX512-FP16 (this CI's, 2026-11-28) sums in
+    another order, 2e-7 apart normwise but 4e-4 at elements whose sums cancel (assert_close
+    failed there); a wrong scale or layout is off by O(1)."""
     a, w = operands(seed=1)
     qa, sa = fp8.quantize(a, recipe, operand="a")
     qb, sb = fp8.quantize(w.t(), recipe, operand="b")
     y = torch._scaled_mm(qa, qb, sa, sb, out_dtype=torch.float32)
     ref = fp8.dequantize(qa, sa, recipe, "a") @ fp8.dequantize(qb, sb, recipe, "b")
-    torch.testing.assert_close(y, ref)
+    err = ((y - ref).norm() / ref.norm()).item()
+    assert err < 1e-5, err
 
 
 def test_e5m2_and_zero_blocks():
