@@ -97,6 +97,7 @@ def test_sm90_signature_refuses_wgmma_descriptors_from_vector_registers():
     assert not refused(listing("R2UR UR8, R4", *["NOP"] * 6, wgmma))  # further back: set-up, not the K loop
     assert not refused(listing("UIADD3 UR8, UR7, 0x800, URZ", "USHF.R.S32.HI UR9, URZ, 0x1f, UR8", wgmma))
 
+
 def test_occupancy_follows_the_limits():
     t4, h100 = arch.offline("sm_75"), arch.offline("sm_90a")
     # 128x128: 37888 B smem, 244 registers, 128 threads.
