@@ -131,7 +131,7 @@ def test_small_channel_counts_pack_taps_or_gather_a_flat_k(case):
 def test_a_1x1_convolution_runs_as_one_zoo_mm():
     """A 1x1, stride-1, unpadded convolution of few output pixels is one zoo.mm on views
     (conv.GEMM_CONV_MAX_M): channels-last or NCHW x (reshape's copy), either weight layout,
-    fp32 out with an fp32 bias, bf16; each twice (the second from the plans), cuDNN's answer,
+    fp32 out with an fp32 bias, a bias of x's dtype, bf16; each twice (the second from the plans), cuDNN's answer,
     and the output (N, K, P, Q) channels-last. From a CUDA graph too."""
     shape = conv.Conv(2, 7, 9, 64, 40, 1, 1, (1, 1), (0, 0), (1, 1))
     gen = torch.Generator(device="cuda").manual_seed(21)
@@ -142,7 +142,8 @@ def test_a_1x1_convolution_runs_as_one_zoo_mm():
             for channels_last in (True, False):
                 x, w = conv.inputs(shape, dtype, gen, channels_last)
                 for wi in (w, w.contiguous(memory_format=torch.channels_last)):
-                    for out_dtype, bias in ((None, None), (torch.float32, torch.randn(40, device="cuda", generator=gen))):
+                    for out_dtype, bias in ((None, None), (torch.float32, torch.randn(40, device="cuda", generator=gen)),
+                                            (None, torch.randn(40, device="cuda", generator=gen).to(dtype))):
                         for _ in range(2):
                             y = zoo.conv2d(x, wi, bias, out_dtype=out_dtype)
                             assert isinstance(conv.plan_for(x, shape, y.dtype, None, None), conv.GemmConvPlan)
@@ -150,6 +151,10 @@ def test_a_1x1_convolution_runs_as_one_zoo_mm():
                             assert y.is_contiguous(memory_format=torch.channels_last)
                             check = conv.verify(x, wi, y, shape, bias)
                             assert check.ok, (dtype, channels_last, out_dtype, check.describe())
+        # Both channels-last (the 1x1 weight is either way): zoo.mm's plan run by address, no view
+        # a call; an NCHW x through the views.
+        directs = [c[1] for c in conv._calls.values() if c[0].shape == shape]
+        assert any(isinstance(d, conv.GemmCall) for d in directs) and None in directs
         x, w = conv.inputs(shape, torch.float16, gen)
         zoo.conv2d(x, w)
         torch.cuda.synchronize()
@@ -302,8 +307,8 @@ def test_the_maps_follow_new_inputs_and_weights():
     for x, w in pairs:
         check = conv.verify(x, w, zoo.conv2d(x, w, None, 1, 1), shape, None)
         assert check.ok, check.describe()
-    plan, in_place = next(c for c in conv._calls.values() if c[0].shape == shape)  # the plan conv2d ran
-    assert in_place == (plan.im2col is not None)  # channels-last inputs: the TMA kernel reads them as they are
+    plan, direct = next(c for c in conv._calls.values() if c[0].shape == shape)  # the plan conv2d ran
+    assert (direct is not None) == (plan.im2col is not None)  # channels-last inputs: the TMA kernel reads them as they are
     if plan.im2col is not None:  # a TMA kernel (sm_90a): patched wherever the driver's maps allow it
         offset = cuda.map_address_offset("im2col")
         assert (plan.map_fields is not None) == (offset is not None and offset == cuda.map_address_offset("weights"))
@@ -344,7 +349,7 @@ def test_inputs_are_read_in_place_only_where_their_layout_allows():
                             assert y.dtype == (out_dtype or torch.float16)
                             check = conv.verify(xi, wi, y, shape, bias)
                             assert check.ok, (xi.stride(), wi.stride(), bias is None, out_dtype, check.describe())
-    in_place = {(c[0].shape, c[1]) for c in conv._calls.values() if c[0].shape == shape}
+    in_place = {(c[0].shape, c[1] is not None) for c in conv._calls.values() if c[0].shape == shape}
     if gemm.device_limits(torch.cuda.current_device()).cc >= (9, 0):
         assert (shape, True) in in_place and (shape, False) in in_place
 

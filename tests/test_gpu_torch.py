@@ -237,6 +237,35 @@ def test_bias_matches_addmm_in_every_epilogue(m, n, k, out_dtype, b_cols, bias_d
     assert rel(plain, a.double() @ b.double()) <= 1e-3
 
 
+def test_linear_grads_follow_each_gradient_layout():
+    """Linear's backward (gemm.linear_grads: dX's and dW's plans by one key, dY^T read in
+    place) given gradients of every layout: contiguous, expanded (a sum's), transposed, at an
+    odd address; only x or only the weight requiring grad; each twice (the second from the
+    plans, at new addresses), within twice torch's error against float64."""
+    gen = torch.Generator(device="cuda").manual_seed(44)
+    lin = torch.nn.Linear(136, 200, device="cuda", dtype=torch.float16)
+    mine = zoo.nn.Linear.from_torch(lin)
+    odd = torch.empty(24 * 200 + 1, device="cuda", dtype=torch.float16)[1:].view(24, 200)
+    grads = {"contiguous": lambda: rand(24, 200, gen=gen),
+             "expanded": lambda: torch.ones((), device="cuda", dtype=torch.float16).expand(24, 200),
+             "transposed": lambda: rand(200, 24, gen=gen).t(),
+             "odd address": lambda: odd.copy_(rand(24, 200, gen=gen))}
+    for name, make in grads.items():
+        for wants in ((True, True), (True, False), (False, True)):
+            for _ in range(2):
+                x = rand(24, 136, gen=gen, grad=wants[0])
+                lin.weight.requires_grad_(wants[1])
+                leaves = [t for t, w in zip((x, lin.weight), wants) if w]
+                g = make()
+                got = torch.autograd.grad(mine(x), leaves, g)
+                want = torch.autograd.grad(lin(x), leaves, g)
+                exact = torch.autograd.grad(torch.nn.functional.linear(x.double(), lin.weight.double(),
+                                                                       lin.bias.double()), leaves, g.double())
+                for m_, t_, e_ in zip(got, want, exact):
+                    assert m_.shape == e_.shape and rel(m_, e_) <= 2 * rel(t_, e_) + 1e-6, (name, wants)
+    lin.weight.requires_grad_(True)
+
+
 def test_linear_training_through_the_bias_epilogue_matches_torch():
     """A zoo.nn.Linear with bias, forward and backward (dX, dW, db), against torch's Linear."""
     gen = torch.Generator(device="cuda").manual_seed(8)

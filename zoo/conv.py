@@ -301,24 +301,33 @@ def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, s
         key = (x.shape, x.stride(), w.shape, w.stride(), x.dtype, w.dtype, x.get_device(), w.get_device(),
                x_ptr % 16, w_ptr % 16, _arguments(stride, padding, dilation, groups), out_dtype, kernel, config,
                None if bias is None else (bias.shape, bias.stride(), bias.dtype, bias.get_device()))
-        plan, in_place = _calls.get(key, _UNPLANNED)
+        plan, direct = _calls.get(key, _UNPLANNED)
     except (AttributeError, TypeError):  # not tensors: the checks say what is wrong
-        key, plan, in_place = None, None, False
+        key, plan, direct = None, None, None
     if plan is None:
         shape, out_dtype = check_conv(x, w, bias, stride, padding, dilation, groups, out_dtype)
         plan = plan_for(x, shape, out_dtype, kernel, config)
-        # Read in place: the TMA kernel reads a channels-last x and w as they are (nhwc and krsc
-        # make views), so a call needs their addresses only, not the views.
-        in_place = isinstance(plan, ConvPlan) and plan.im2col is not None and _packed(x) and _packed(w)
+        direct = _direct(plan, x, w, bias)
         if key is not None:
-            gemm.remember(_calls, key, (plan, in_place), _PLANS_KEPT)
+            gemm.remember(_calls, key, (plan, direct), _PLANS_KEPT)
     check_no_grad(x, w, bias)
-    if in_place:
-        return plan.run(x, w, bias, x_ptr, w_ptr)
+    if direct is not None:
+        return direct.run(x, w, bias, x_ptr, w_ptr)
     return plan.run(x, laid_out(plan, w) if keep_layout else plan.weights(w), bias)
 
 
-_UNPLANNED = (None, False)
+_UNPLANNED = (None, None)
+
+
+def _direct(plan, x: torch.Tensor, w: torch.Tensor, bias) -> "ConvPlan | GemmCall | None":
+    """What runs a layout whose x and w the kernel reads as they are (channels-last, C a multiple
+    of 8, 16-byte aligned: a call then passes their addresses, making no view): the TMA conv
+    kernel's plan, or the 1x1 route's zoo.mm plan for the two matrices; None for any other."""
+    if not (_packed(x) and _packed(w)):
+        return None
+    if isinstance(plan, ConvPlan):
+        return plan if plan.im2col is not None else None
+    return plan.direct(x, w, bias) if isinstance(plan, GemmConvPlan) else None
 
 
 def _arguments(stride, padding, dilation, groups) -> str:
@@ -542,6 +551,35 @@ class GemmConvPlan(RoutePlan):
         a = x.permute(0, 2, 3, 1).reshape(sh.gemm_m, sh.channels)
         y = gemm.mm(a, b, out_dtype=None if self.out_dtype == x.dtype else self.out_dtype, bias=bias)
         return nchw_view(y, sh)
+
+    def direct(self, x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None) -> "GemmCall | None":
+        """For a packed x and w (conv2d's _direct): zoo.mm's plan for x's (N*H*W, C) matrix
+        times w's (K, C) rows transposed, making its output in the final (N, K, P, Q)
+        channels-last shape; None where zoo.mm would read either from a copy."""
+        sh = self.shape
+        call = gemm.plan_call(x.permute(0, 2, 3, 1).reshape(sh.gemm_m, sh.channels), self.weights(w),
+                              self.out_dtype, None, None, None, None, bias)
+        if call.copy_a or call.copy_b:
+            return None
+        size = (sh.images, sh.out_channels, sh.p, sh.q)
+        strides = (sh.p * sh.q * sh.out_channels, 1, sh.q * sh.out_channels, sh.out_channels)
+        return GemmCall(replace(call, shape=size, strides=strides),
+                        call.launch is not None and call.launch.bias_slot is not None)
+
+
+@dataclass
+class GemmCall:
+    """The 1x1 route's call on a packed x and w, by address (GemmConvPlan.direct); a bias the
+    kernel's epilogue does not add goes along K, the channels-last rows."""
+    call: gemm.CallPlan
+    epilogue: bool  # the kernel adds the bias
+
+    def run(self, x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None, x_ptr: int, w_ptr: int):
+        if bias is None or self.epilogue:
+            return self.call.run(x, w, None, x_ptr, w_ptr, None, bias)
+        y = self.call.run(x, w, None, x_ptr, w_ptr)
+        y.permute(0, 2, 3, 1).add_(bias)
+        return y
 
 
 def nchw_view(y: torch.Tensor, shape: Conv) -> torch.Tensor:

@@ -252,6 +252,33 @@ def linear(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None) -
     return plan.run(x, w, None, x_ptr, w_ptr, None, bias)
 
 
+def linear_grads(grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor, need_x: bool = True,
+                 need_w: bool = True) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """A Linear's input and weight gradients, dX = grad @ w and dW = grad^T @ x (grad and x
+    matrices), for a backward autograd does not record: the two plans looked up by one key,
+    made of the tensors' own layouts, so a call makes no view (grad^T is read in place)."""
+    try:
+        g_ptr, x_ptr, w_ptr = grad.data_ptr(), x.data_ptr(), w.data_ptr()
+        key = (_GRADS, grad.shape, grad.stride(), x.shape, x.stride(), w.shape, w.stride(), grad.dtype, x.dtype,
+               w.dtype, grad.get_device(), x.get_device(), w.get_device(), g_ptr % ALIGN_BYTES,
+               x_ptr % ALIGN_BYTES, w_ptr % ALIGN_BYTES, grad.dtype == torch.float32 and tf32_allowed(grad.dtype, None))
+    except AttributeError:  # not tensors: mm says which argument is wrong
+        return mm(grad, w) if need_x else None, mm(grad.t(), x) if need_w else None
+    plans = _calls.get(key)
+    if plans is None:
+        plans = (plan_call(grad, w, None, None, None, None, None), plan_call(grad.t(), x, None, None, None, None, None))
+        remember(_calls, key, plans, _CALLS_KEPT)
+    dx_plan, dw_plan = plans
+    dx = dw = None
+    if need_x:
+        dx = dx_plan.run(grad, w, None) if dx_plan.copy_a or dx_plan.copy_b else \
+            dx_plan.run(grad, w, None, g_ptr, w_ptr)
+    if need_w:  # the plan's a is grad^T; a copy takes the view, the launch grad's address
+        dw = dw_plan.run(grad.t(), x, None) if dw_plan.copy_a or dw_plan.copy_b else \
+            dw_plan.run(grad, x, None, g_ptr, x_ptr)
+    return dx, dw
+
+
 def _plan_linear(x, w, bias) -> "CallPlan | None":
     """linear's plan for this layout; None where x is no matrix's view."""
     if not isinstance(w, torch.Tensor) or w.dim() != 2 or x.dim() == 0 or x.shape[-1] != w.shape[1]:
@@ -267,6 +294,7 @@ def _plan_linear(x, w, bias) -> "CallPlan | None":
 
 
 _LINEAR = "x @ w^T"  # linear's keys in _calls, apart from mm's
+_GRADS = "dY @ w, dY^T @ x"  # linear_grads' keys: a pair of plans each
 
 
 def _plus(y: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
@@ -310,6 +338,7 @@ class CallPlan:
     same_dtype: bool               # C in a's dtype: a.new_empty(shape) makes it
     bias_copy: bool = False        # the bias is not a packed vector of C's dtype: converted per call
     shape: tuple | None = None     # the output's shape: (m, n), or linear's (*x's leading dims, n)
+    strides: tuple | None = None   # and its strides where not row-major (conv2d's (N, K, P, Q), channels-last)
 
     def __post_init__(self):
         if self.shape is None:
@@ -323,7 +352,10 @@ class CallPlan:
             # From a, as torch.empty with a dtype and a device costs more to parse. No device
             # tensor is kept in the plan: one made while torch routes allocations to a CUDA-graph
             # pool would stay alive there (torch.compile's reduce-overhead mode refuses that).
-            c = a.new_empty(self.shape) if self.same_dtype else a.new_empty(self.shape, dtype=self.out_dtype)
+            if self.strides is None:
+                c = a.new_empty(self.shape) if self.same_dtype else a.new_empty(self.shape, dtype=self.out_dtype)
+            else:
+                c = a.new_empty_strided(self.shape, self.strides, dtype=self.out_dtype)
         else:  # a and b do not require grad here while grad is on: mm sent those to the op
             if out.requires_grad and torch.is_grad_enabled():
                 raise ZooError(AUTOGRAD_MESSAGE)

@@ -63,11 +63,11 @@ class LinearFunction(torch.autograd.Function):
     def backward(ctx, grad):
         x2, w = ctx.saved_tensors
         need_x, need_w, need_b = ctx.needs_input_grad
-        # ops.mm where a double backward (create_graph) records these products in turn; else
-        # the launch path straight away (grad off: nothing to record)
-        mm = ops.mm if torch.is_grad_enabled() else gemm.mm
-        return (mm(grad, w) if need_x else None, mm(grad.t(), x2) if need_w else None,
-                grad.sum(0) if need_b else None)
+        if torch.is_grad_enabled():  # a double backward (create_graph) records these products in turn
+            dx, dw = ops.mm(grad, w) if need_x else None, ops.mm(grad.t(), x2) if need_w else None
+        else:  # the launch path straight away: both plans by one lookup, no view
+            dx, dw = gemm.linear_grads(grad, x2, w, need_x, need_w)
+        return dx, dw, grad.sum(0) if need_b else None
 
 
 # torch's C++ apply (torch._C._FunctionBase): Function.apply's Python around it binds default
