@@ -808,23 +808,35 @@ __device__ __forceinline__ void scale_accumulators(float (&acc)[M_SUBS][ACC_REGS
         for (int h = 0; h < 2; ++h) acc[s][4 * j + 2 * h + e] *= sa[s][h] * sb;
     }
 }
-// Blockwise: the factor sa(row, kt) sb(kt, col) of each of this thread's rows for K-tile kt
-// (a consumer's columns lie in one 128-wide block, col_block); 1 for the other recipes, whose
-// scales wait for the epilogue.
-__device__ __forceinline__ void block_scales(float (&f)[M_SUBS][2], const Scales& sc, int row0, int col_block,
-                                             int kt, int M, int N, int K) {
+// Blockwise: the scales of K-tile kt as loaded, sa(row, kt) of each of this thread's rows and
+// sb(kt, col_block) of its consumer's columns (one 128-wide block); 1 for the other recipes,
+// whose scales wait for the epilogue; 0 past M, N or K. Their product is taken where it is
+// used (block_factors): taken here, it waited for the loads on the spot (NOTES.md).
+struct BlockScales {
+  float a[M_SUBS][2];
+  float b;
+};
+__device__ __forceinline__ void load_block_scales(BlockScales& f, const Scales& sc, int row0, int col_block,
+                                                  int kt, int M, int N, int K) {
   const bool live = sc.block && col_block * SCALE_BLOCK < N && kt * SCALE_BLOCK < K;
-  const float sb = live ? __ldg(sc.b + static_cast<long long>(kt) * sc.b_k + static_cast<long long>(col_block) * sc.b_col)
-                        : 0.f;
+  f.b = !sc.block ? 1.f
+        : live ? __ldg(sc.b + static_cast<long long>(kt) * sc.b_k + static_cast<long long>(col_block) * sc.b_col)
+               : 0.f;
 #pragma unroll
   for (int s = 0; s < M_SUBS; ++s)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = row0 + 64 * s + 8 * h;
-      f[s][h] = !sc.block ? 1.f
-                : row < M && live ? sb * __ldg(sc.a + static_cast<long long>(row) * sc.a_row + static_cast<long long>(kt) * sc.a_k)
-                                  : 0.f;
+      f.a[s][h] = !sc.block ? 1.f
+                  : row < M && live ? __ldg(sc.a + static_cast<long long>(row) * sc.a_row + static_cast<long long>(kt) * sc.a_k)
+                                    : 0.f;
     }
+}
+__device__ __forceinline__ void block_factors(float (&f)[M_SUBS][2], const BlockScales& sc) {
+#pragma unroll
+  for (int s = 0; s < M_SUBS; ++s)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) f[s][h] = sc.a[s][h] * sc.b;
 }
 
 // Promotion (PROMOTE): a K-tile's MMAs from stage descriptors a, b into `part` (overwritten),
@@ -936,17 +948,19 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       // while the other is added, made ptxas wait for every wgmma before the next: reading a
       // set while another group is pending is more than it tracks.)
       zero_accumulators(acc);
-      // A K-tile's block scales are read a K-tile ahead: read after its MMAs were issued,
-      // their latency from L2 showed at the addition (the blockwise recipe at half the rate).
-      float f[M_SUBS][2], f_next[M_SUBS][2];
+      // A K-tile's block scales are loaded two K-tiles ahead, into one of two sets the K-tiles
+      // take in turn (a register move from one set to the next would wait for the loads).
+      // Loaded one K-tile ahead and multiplied at once, the product waited for them right
+      // there: ncu put 53% of the blockwise build's stalls on it (8192^3; NOTES.md). ptxas
+      // now takes the product as the K-tile starts, a whole K-tile after the loads.
+      BlockScales sets[2];
       // One block scale of B per consumer: a slice wider than a block (128x192p) serves the
       // per-tensor and per-row recipes only (registry.serves and zoo.scaled_mm refuse the
       // block recipe on it).
       const int col_block = (tile_n * BN + wg_n0) / SCALE_BLOCK, row = tile_m * BM + thread_row;
-      block_scales(f_next, sched.scales, row, col_block, w.kt_begin, w.g.M, w.g.N, w.g.K);
-      for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
-#pragma unroll
-        for (int s = 0; s < M_SUBS; ++s) f[s][0] = f_next[s][0], f[s][1] = f_next[s][1];
+      load_block_scales(sets[0], sched.scales, row, col_block, w.kt_begin, w.g.M, w.g.N, w.g.K);
+      load_block_scales(sets[1], sched.scales, row, col_block, w.kt_begin + 1, w.g.M, w.g.N, w.g.K);
+      const auto k_tile = [&](int kt, BlockScales& scales) {
         mbar_wait(full_bar + 8 * stage, phase);
         if (consumer == 1 || !first_issue) named_barrier(ORDER_BARRIER + consumer, 2 * WG_THREADS);
         first_issue = false;
@@ -956,12 +970,20 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
         // The other consumer's turn, unless this was consumer 1's last issue of the grid.
         if (consumer == 0 || kt + 1 < w.kt_end || unit + sched.step < sched.units)
           named_barrier_arrive(ORDER_BARRIER + 1 - consumer, 2 * WG_THREADS);
-        block_scales(f_next, sched.scales, row, col_block, kt + 1, w.g.M, w.g.N, w.g.K);  // 0 past K
         wgmma_wait<0>();
         release(empty_bar + 8 * stage, lane);
+        float f[M_SUBS][2];
+        block_factors(f, scales);
         add_promoted(acc, part, f);
+        load_block_scales(scales, sched.scales, row, col_block, kt + 2, w.g.M, w.g.N, w.g.K);  // 0 past K
         if (++stage == STAGES) stage = 0, phase ^= 1;
+      };
+      int kt = w.kt_begin;
+      for (; kt + 1 < w.kt_end; kt += 2) {
+        k_tile(kt, sets[0]);
+        k_tile(kt + 1, sets[1]);
       }
+      if (kt < w.kt_end) k_tile(kt, sets[0]);
     }
     for (int kt = w.kt_begin; kt < (PROMOTE ? w.kt_begin : w.kt_end); ++kt) {  // unpromoted builds' loop
       mbar_wait(full_bar + 8 * stage, phase);
