@@ -207,17 +207,8 @@ constexpr int EPI_BOX_BYTES = 64 * SWIZZLE_BYTES;
 constexpr int EPI_BOXES = 2;
 constexpr int EPI_BYTES = CONSUMERS * EPI_BOXES * EPI_BOX_BYTES;
 constexpr int SPLIT_FLAG_BYTES = 16;               // per consumer: "this unit finishes its tile"
-// A 16 x 8 tile of ones (K-major B of wgmma m64n8k16, 256 B, on a 128-byte boundary): the
-// weight-gradient GEMM's row sums of A (ROW_SUMS) are A times it.
-constexpr int ONES_BYTES = 256 + 128;
-constexpr int SMEM_BYTES =
-    ALIGN_SLACK + STAGES * STAGE_BYTES + EPI_BYTES + BARRIER_BYTES + SPLIT_FLAG_BYTES + ONES_BYTES;
+constexpr int SMEM_BYTES = ALIGN_SLACK + STAGES * STAGE_BYTES + EPI_BYTES + BARRIER_BYTES + SPLIT_FLAG_BYTES;
 constexpr int K_STEPS = BK / MMA_K;                // wgmmas per K-tile
-// A column-major A with at most 128 accumulators a thread (more spilled with two registers
-// more): the build can also sum A's rows over K, a Linear's bias gradient when A is dY^T (the
-// weight gradient dW = dY^T X; cuBLASLt's BGRADB epilogue), with one more wgmma a k16 step
-// against a tile of ones, 4 accumulators a row block.
-constexpr bool ROW_SUMS = A_M_MAJOR && M_SUBS * ACC_REGS <= 128;
 
 // Registers: the block is launched at 65536 / THREADS per thread (a multiple of 8); the
 // producer drops to PRODUCER_REGS and the consumers take what it frees (setmaxnreg counts
@@ -502,13 +493,11 @@ struct Scheduler {
   // here, not in Gemm: a pointer more in each unit's Work put it on the stack.
   const OutT* bias;
   Scales scales;  // a scaled GEMM's (ZOO_FP8)
-  // A one-GEMM launch's row sums of A over K (ROW_SUMS builds), written here, or none.
-  OutT* row_sums;
   __device__ Scheduler(const Gemm<OutT>& g, const UnitLayout& layout_, const GroupEntry* table_, int count_,
                        int units_, int splits_, int tail_tiles = 0, const OutT* bias_ = nullptr,
-                       const Scales& scales_ = {}, OutT* row_sums_ = nullptr)
+                       const Scales& scales_ = {})
       : single(g), layout(layout_), table(table_), count(count_), units(units_), splits(splits_), bias(bias_),
-        scales(scales_), row_sums(row_sums_) {
+        scales(scales_) {
     step = CLUSTER > 1 ? static_cast<int>(cluster_count()) : static_cast<int>(gridDim.x);
     if constexpr (STREAM_K) {
       if (tail_tiles > 0) {  // the host checks that runs are several K-tiles and tail_work x step fits int32
@@ -786,22 +775,6 @@ __device__ __forceinline__ void mma_step(float (&acc)[R][N], unsigned long long 
       Wgmma<2 * N, BF16>::mma(acc[s], a + s * (A_BLOCK_BYTES >> 4), b, accumulate);
   }
 }
-// ROW_SUMS: d (64 x 8, f32) (+)= A (64 x 16, M-major) times a 16 x 8 tile of ones: each of
-// d's columns is the sum of A's rows over the k16 step.
-template <bool BF16>
-__device__ __forceinline__ void mma_ones(float (&d)[4], unsigned long long desc_a, unsigned long long desc_b,
-                                         int accumulate) {
-  if constexpr (BF16) {
-    ZOO_WGMMA(8, "bf16", "1, 0", 4, 5, 6, ZOO_REGS4, ZOO_ACC4(0));
-  } else {
-    ZOO_WGMMA(8, "f16", "1, 0", 4, 5, 6, ZOO_REGS4, ZOO_ACC4(0));
-  }
-}
-// The tile of ones as wgmma's B operand, without a swizzle: both byte offsets 128, so however
-// the core matrices are laid out, every address read lies in the 256 B of ones.
-__device__ __forceinline__ unsigned long long ones_descriptor(unsigned smem_addr) {
-  return static_cast<unsigned long long>((smem_addr & 0x3FFFF) >> 4) | ((128ull >> 4) << 16) | ((128ull >> 4) << 32);
-}
 // TF32: one k8 step, A's fragment from registers.
 template <int N>
 __device__ __forceinline__ void mma_tf32(float (&acc)[N], const unsigned (&frag)[4], unsigned long long b,
@@ -892,7 +865,7 @@ constexpr int ORDER_BARRIER = 1 + CONSUMERS;
 // ---- Consumers: warpgroup `consumer` computes rows wg_m0.., columns wg_n0.. of each tile.
 template <bool BF16, typename OutT>
 __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsigned epi_smem,
-                                        unsigned full_bar, unsigned empty_bar, unsigned ones_smem,
+                                        unsigned full_bar, unsigned empty_bar,
                                         const Scheduler<OutT>& sched, int consumer,
                                         float* workspace, int* counters,
                                         volatile int* split_flags) {
@@ -935,10 +908,6 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
 
   float acc[M_SUBS][ACC_REGS];
   zero_accumulators(acc);
-  // ROW_SUMS: a unit's sums of A's rows over K, a 64 x 8 accumulator a row block (its 8
-  // columns alike), against the tile of ones.
-  float rows[ROW_SUMS ? M_SUBS : 1][4];
-  const unsigned long long ones = ones_descriptor(ones_smem);
   // PROMOTE: one K-tile's sums, added into acc once its MMAs are done (see the main loop).
   float part[PROMOTE ? M_SUBS : 1][PROMOTE ? ACC_REGS : 1];
   bool first_issue = true;  // PROMOTE: consumer 0's first MMAs of the grid wait for no turn
@@ -967,11 +936,6 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
     // A new GEMM's C map is first read by this unit's stores: fetch it under the MMAs.
     if (sched.table != nullptr && w.g.c_tma && w.g.c != c_fenced && threadIdx.x % WG_THREADS == 0)
       tma_prefetch_descriptor(w.g.c);
-
-    // Row sums where asked, by the units of the first tile column over the whole of K (a K
-    // slice's would be partial: the host asks for them only without split-K or stream-K).
-    const bool sum_rows = ROW_SUMS && sched.row_sums != nullptr && tile_n == 0 && wg_n0 == 0 &&
-                          w.kt_begin == 0 && w.kt_end == zoo::ceil_div(w.g.K, BK) && w.kt_end > 0;
 
     int prev_stage = -1;
     if constexpr (PROMOTE) {
@@ -1050,13 +1014,6 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
           const unsigned long long a = desc_a0 + ((stage * A_STAGE_BYTES + ks * A_K_STEP_BYTES) >> 4);
           const unsigned long long b = desc_b0 + ((stage * B_STAGE_BYTES + ks * B_K_STEP_BYTES) >> 4);
           mma_step<BF16>(acc, a, b, (kt > w.kt_begin || ks > 0) ? 1 : 0);
-          if constexpr (ROW_SUMS) {
-            if (sum_rows) {
-#pragma unroll
-              for (int s = 0; s < M_SUBS; ++s)
-                mma_ones<BF16>(rows[s], a + s * (A_BLOCK_BYTES >> 4), ones, (kt > w.kt_begin || ks > 0) ? 1 : 0);
-            }
-          }
         }
         wgmma_commit();
         // This K-tile's MMAs stay in flight; the previous one's are done, so its stage is free.
@@ -1072,20 +1029,6 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
     wgmma_wait<0>();
     fence_accumulators(acc);
     if (prev_stage >= 0) release(empty_bar + 8 * prev_stage, lane);
-    if constexpr (ROW_SUMS) {
-      if (sum_rows) {
-        fence_accumulators(rows);
-        if (lane % 4 == 0) {  // column 0 of rows thread_row and thread_row + 8 of each block
-#pragma unroll
-          for (int s = 0; s < M_SUBS; ++s)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-              const int row = tile_m * BM + thread_row + 64 * s + 8 * h;
-              if (row < w.g.M) sched.row_sums[row] = to_out(rows[s][2 * h], sched.row_sums);
-            }
-        }
-      }
-    }
     if (STREAM_K && w.parts == 0) continue;  // an empty stream-K run
     if (w.kt_begin >= w.kt_end) zero_accumulators(acc);  // an empty K slice (the host avoids them) adds zero
     if constexpr (FP8) {
@@ -1180,7 +1123,6 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
   // SPLIT_FLAG_BYTES after the barriers, addressed generically (volatile int reads).
   volatile int* const split_flags = reinterpret_cast<volatile int*>(
       smem_raw + (empty_bar + STAGES * 8 - smem_u32(smem_raw)));
-  const unsigned ones_smem = (empty_bar + STAGES * 8 + SPLIT_FLAG_BYTES + 127) & ~127u;  // 256 B
 
   // Broadcast from lane 0: the compiler then knows it is warp-uniform and keeps what derives
   // from it (each consumer's wgmma descriptors, ring stage and phase) in uniform registers,
@@ -1204,12 +1146,6 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
       mbar_init(empty_bar + 8 * s, CLUSTER * SLICES * 4);  // the warps reading it, cluster-wide
     }
     mbar_init_fence();
-  }
-  if constexpr (ROW_SUMS) {
-    if (threadIdx.x < 64) {  // 256 B of ones of the input type, read by wgmma (the async proxy)
-      asm volatile("st.shared.u32 [%0], %1;" ::"r"(ones_smem + 4 * threadIdx.x), "r"(BF16 ? 0x3F803F80u : 0x3C003C00u));
-      fence_proxy_async();
-    }
   }
   // Peers arrive on these barriers and multicast into this CTA: all must be initialised first.
   if constexpr (CLUSTER > 1) cluster_sync(); else __syncthreads();
@@ -1294,7 +1230,7 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
       }
     }
   } else {
-    consume<BF16>(a_smem, b_smem, epi_smem, full_bar, empty_bar, ones_smem, sched, warpgroup - 1, workspace,
+    consume<BF16>(a_smem, b_smem, epi_smem, full_bar, empty_bar, sched, warpgroup - 1, workspace,
                   counters, split_flags);
     // Only the consumers, which leave last: a producer warp whose idle lanes waited here would
     // stall its issuing lane until the grid before had finished (NOTES.md, "The streams
@@ -1318,14 +1254,12 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
       NAME(const __grid_constant__ zoo_sm90::TensorMap tmap_a,                               \
            const __grid_constant__ zoo_sm90::TensorMap tmap_b,                               \
            const __grid_constant__ zoo_sm90::TensorMap tmap_c, int c_tma,                    \
-           OUT_T* __restrict__ C, const OUT_T* __restrict__ bias, OUT_T* __restrict__ row_sums, \
-           int M, int N, int K, int ldc,                                                     \
+           OUT_T* __restrict__ C, const OUT_T* __restrict__ bias, int M, int N, int K, int ldc,  \
            long long c_batch, int batch, int splits, int stream_k, int independent,          \
            const zoo_sm90::UnitLayout layout, float* workspace, int* counters) {             \
     const zoo_sm90::Gemm<OUT_T> g{&tmap_a, &tmap_b, &tmap_c, C, c_batch, M, N, K, ldc, c_tma, 0, nullptr}; \
     const int units = layout.per_matrix.d * batch;                                          \
-    zoo_sm90::gemm<BF16, OUT_T>(zoo_sm90::Scheduler<OUT_T>(g, layout, nullptr, 1, units, splits, stream_k, bias, \
-                                                           {}, row_sums),                   \
+    zoo_sm90::gemm<BF16, OUT_T>(zoo_sm90::Scheduler<OUT_T>(g, layout, nullptr, 1, units, splits, stream_k, bias), \
                                 workspace, counters, independent != 0);                     \
   }                                                                                         \
   extern "C" __global__ void __launch_bounds__(zoo_sm90::THREADS, 1)                        \
@@ -1453,7 +1387,7 @@ static int launch(Kernel kernel, const T* A, const T* B, OutT* C, int M, int N, 
   UnitLayout layout = plain_layout(M, N, K, 1);  // the kernel divides by the multipliers
   layout.per_matrix = zoo::divisor_of(layout.per_matrix.d), layout.splits = zoo::divisor_of(1);
   layout.per_group = zoo::divisor_of(layout.per_group.d), layout.last_rows = zoo::divisor_of(layout.last_rows.d);
-  kernel<<<units < sms ? units : sms, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, c_tma, C, nullptr, nullptr, M,
+  kernel<<<units < sms ? units : sms, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, c_tma, C, nullptr, M,
                                                                       N, K, N, 0LL, 1, 1, 0, 0, layout, nullptr, nullptr);
   ZOO_CUDA_CHECK(cudaGetLastError());
   return 0;

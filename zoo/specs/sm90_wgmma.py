@@ -83,10 +83,10 @@ SM90_MAX_CLUSTER = 8        # CTAs in a portable thread-block cluster (the kerne
 def _sm90_smem_bytes(c: cfgs.TileConfig, in_bytes: int) -> int:
     """Same formula as SMEM_BYTES in kernels/sm90/gemm_tma_wgmma.cu: 1024 B of alignment
     slack, the ring, the consumers' C staging boxes, a full and an empty mbarrier per stage,
-    16 B of split-K flags, 256 B of ones on a 128-byte boundary (the row sums' B tile)."""
+    16 B of split-K flags."""
     ring = c.stages * (c.block_m * c.block_k + c.block_k * c.block_n) * in_bytes
     staging = _sm90_consumers(c) * SM90_EPILOGUE_BOXES * SM90_EPILOGUE_ROWS * cuda.TMA_SWIZZLE_BYTES
-    return 1024 + ring + staging + 2 * c.stages * 8 + 16 + 384
+    return 1024 + ring + staging + 2 * c.stages * 8 + 16
 
 
 def _sm90_smem(c: cfgs.TileConfig) -> int:
