@@ -98,6 +98,29 @@ def test_sm90_signature_refuses_wgmma_descriptors_from_vector_registers():
     assert not refused(listing("UIADD3 UR8, UR7, 0x800, URZ", "USHF.R.S32.HI UR9, URZ, 0x1f, UR8", wgmma))
 
 
+def test_the_row_sums_build_chains_its_wgmma_with_the_main_ones():
+    """The ZOO_ROW_SUMS build (a Linear's bias gradient summed in dW's kernel) adds an
+    HGMMA.64x8x16 beside each of the K loop's wgmmas, in the same batch: one
+    WARPGROUP.ARRIVE as in the plain build (under a branch, ptxas gave each wgmma its own;
+    NOTES.md, "The bias gradient in the dW kernel"), no local memory, the ones' bytes in the
+    smem formula; the plain build has no such wgmma."""
+    spec = registry.SM90_GEMM
+    cfg = spec.config("64x128pp")
+    assert spec.row_sums(cfg) and not spec.row_sums(spec.config("128x192ppc2"))
+    assert spec.build_smem_bytes(cfg, True) == spec.smem_bytes(cfg) + spec.row_sums_bytes
+    fn = spec.entry[("bfloat16", "bfloat16")]
+    builds = {}
+    for rows in (False, True):
+        cubin = cuda.compile_cubin(spec.source, "sm_90a", spec.defines(cfg, True, False, rows), kernel=spec.name,
+                                   config=cfg.name)
+        assert sass.resources(cubin.image, fn).local_bytes == 0
+        builds[rows] = sass.function_sass(cubin.image, fn)
+    plain, summed = builds[False], builds[True]
+    assert "HGMMA.64x8x16" not in plain
+    assert summed.count("HGMMA.64x8x16") == summed.count("HGMMA.64x128x16") == plain.count("HGMMA.64x128x16")
+    assert summed.count("WARPGROUP.ARRIVE") == plain.count("WARPGROUP.ARRIVE")
+
+
 def test_occupancy_follows_the_limits():
     t4, h100 = arch.offline("sm_75"), arch.offline("sm_90a")
     # 128x128: 37888 B smem, 244 registers, 128 threads.

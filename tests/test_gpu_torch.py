@@ -6,7 +6,7 @@ import pytest
 import torch
 
 import zoo
-from zoo import bench
+from zoo import bench, linear
 
 pytestmark = pytest.mark.gpu
 
@@ -175,7 +175,7 @@ def test_linear_double_backward_matches_torch():
 
 
 def test_linear_without_grad_follows_each_weight_layout():
-    """zoo.nn.Linear's eager call looks its plan up by the weight's own layout (gemm.linear):
+    """zoo.nn.Linear's eager call looks its plan up by the weight's own layout (linear.linear):
     weights of one shape in other layouts (transposed storage, a padded row stride, an odd
     offset: W^T read from a copy), swapped between calls, each give F.linear's answer;
     an fp32 layer follows TF32 allowed or not."""
@@ -238,10 +238,11 @@ def test_bias_matches_addmm_in_every_epilogue(m, n, k, out_dtype, b_cols, bias_d
 
 
 def test_linear_grads_follow_each_gradient_layout():
-    """Linear's backward (gemm.linear_grads: dX's and dW's plans by one key, dY^T read in
+    """Linear's backward (linear.linear_grads: dX's and dW's plans by one key, dY^T read in
     place) given gradients of every layout: contiguous, expanded (a sum's), transposed, at an
-    odd address; only x or only the weight requiring grad; each twice (the second from the
-    plans, at new addresses), within twice torch's error against float64."""
+    odd address; only x or only the weight requiring grad (the bias always: summed by dW's
+    kernel where it can); each twice (the second from the plans, at new addresses), within
+    twice torch's error against float64."""
     gen = torch.Generator(device="cuda").manual_seed(44)
     lin = torch.nn.Linear(136, 200, device="cuda", dtype=torch.float16)
     mine = zoo.nn.Linear.from_torch(lin)
@@ -255,17 +256,44 @@ def test_linear_grads_follow_each_gradient_layout():
             for _ in range(2):
                 x = rand(24, 136, gen=gen, grad=wants[0])
                 lin.weight.requires_grad_(wants[1])
-                leaves = [t for t, w in zip((x, lin.weight), wants) if w]
+                leaves = [t for t, w in zip((x, lin.weight), wants) if w] + [lin.bias]
                 g = make()
                 got = torch.autograd.grad(mine(x), leaves, g)
                 want = torch.autograd.grad(lin(x), leaves, g)
                 # in float64 and not rounded to the leaves' dtype (autograd's grad through
                 # .double() would round it, leaving torch's error at its own rounding's)
                 gd = g.double()
-                exact = [e for e, w in zip((gd @ lin.weight.double(), gd.t() @ x.double()), wants) if w]
+                exact = [e for e, w in zip((gd @ lin.weight.double(), gd.t() @ x.double()), wants) if w] + \
+                    [gd.sum(0)]
                 for m_, t_, e_ in zip(got, want, exact):
                     assert m_.shape == e_.shape and rel(m_, e_) <= 2 * rel(t_, e_) + 1e-6, (name, wants)
     lin.weight.requires_grad_(True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_the_bias_gradient_is_summed_by_the_weight_gradients_kernel(dtype):
+    """linear.linear_grads with a bias: db from dW's kernel (its row-sums build, KernelSpec.row_sums)
+    where the launch has no split-K, else grad.sum(0): dX, dW and db within twice torch's
+    error against float64 at the MLP step's shapes (batch 8192 and 16), ragged ones and one
+    whose dW is split along K; each twice (the second from the plans). On Hopper the MLP
+    step's dW takes the kernel's sums."""
+    gen = torch.Generator(device="cuda").manual_seed(45)
+    hopper = zoo.gemm.device_limits(torch.cuda.current_device()).cc == (9, 0)
+    for batch, n_in, n_out in ((8192, 1024, 1024), (16, 1024, 1024), (200, 136, 770), (33, 64, 96), (4096, 64, 64)):
+        g, x = rand(batch, n_out, gen=gen, dtype=dtype), rand(batch, n_in, gen=gen, dtype=dtype)
+        w = rand(n_out, n_in, gen=gen, dtype=dtype)
+        gd, xd = g.double(), x.double()
+        exact = (gd @ w.double(), gd.t() @ xd, gd.sum(0))
+        theirs = (torch.mm(g, w), torch.mm(g.t(), x), g.sum(0))
+        for _ in range(2):
+            got = linear.linear_grads(g, x, w, True, True, True)
+            for name, m_, t_, e_ in zip(("dX", "dW", "db"), got, theirs, exact):
+                assert m_.shape == e_.shape and m_.dtype == dtype, (batch, n_in, n_out, name)
+                assert rel(m_, e_) <= 2 * rel(t_, e_) + 1e-6, (batch, n_in, n_out, name, rel(m_, e_), rel(t_, e_))
+        fused = zoo.gemm.plan_call(g.t(), x, None, None, None, None, None, row_sums=True).launch.row_sums_slot
+        if hopper and batch == 8192:
+            assert fused is not None
+    assert linear.linear_grads(g, x, w, False, False, True)[2] is not None  # a bias alone: torch's sum
 
 
 def test_linear_training_through_the_bias_epilogue_matches_torch():

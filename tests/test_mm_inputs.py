@@ -251,7 +251,7 @@ def test_zoo_linear_is_a_torch_linear_with_torchs_state_dict():
 
 
 def test_zoo_linear_refuses_inputs_it_cannot_multiply():
-    """gemm.linear (a Linear's call without autograd) checks x's last dimension against the
+    """linear.linear (a Linear's call without autograd) checks x's last dimension against the
     weight before any view, and a CPU input is refused as zoo.mm refuses it, layout met or not."""
     layer = zoo.nn.Linear(4, 3).half()
     with torch.no_grad():

@@ -43,18 +43,23 @@ def build_and_check(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits) 
     entries = []
     # Every entry point: one GEMM, and (GEMM kernels) the grouped launch (zoo.bmm) over a table
     # of them; a kernel that also reads operands column-major (layouts) is built each such way
-    # the config allows, for its one-GEMM entries (the dtypes column says which: layout_label).
+    # the config allows, for its one-GEMM entries (the dtypes column says which: layout_label),
+    # and each A-column-major one again with row sums where the config has them (KernelSpec.row_sums).
     suffixes = ("", "_grouped") if spec.op == "gemm" and spec.grouped else ("",)
-    row_major = [(False, False, suffixes)] if layout(False, False) in layouts_of(spec, cfg) else []
-    builds = row_major + [(a_col, b_col, ("",)) for a_col, b_col in column_layouts(spec, cfg)]
-    for a_col, b_col, names in builds:
-        cubin = cuda.compile_cubin(spec.source, limits.arch, spec.defines(cfg, a_col, b_col), kernel=spec.name,
-                                   config=cfg.name)
+    row_major = [(False, False, False, suffixes)] if layout(False, False) in layouts_of(spec, cfg) else []
+    columns = column_layouts(spec, cfg)
+    builds = row_major + [(a_col, b_col, False, ("",)) for a_col, b_col in columns] + \
+        [(a_col, b_col, True, ("",)) for a_col, b_col in columns if a_col and spec.row_sums(cfg)]
+    for a_col, b_col, row_sums, names in builds:
+        cubin = cuda.compile_cubin(spec.source, limits.arch, spec.defines(cfg, a_col, b_col, row_sums),
+                                   kernel=spec.name, config=cfg.name)
         functions = [(pair, name + suffix) for pair, name in spec.entry.items() for suffix in names]
         for (in_dtype, out_dtype), function in functions:
             dtypes = f"{in_dtype}->{out_dtype}".replace("bfloat", "bf").replace("float", "fp") + \
-                layout_label(a_col, b_col) + (" grouped" if function.endswith("_grouped") else "")
-            entries.append(_check_entry(spec, cfg, limits, smem, cubin, function, dtypes))
+                layout_label(a_col, b_col) + (" grouped" if function.endswith("_grouped") else "") + \
+                (" +row sums" if row_sums else "")
+            entries.append(_check_entry(spec, cfg, limits, spec.build_smem_bytes(cfg, row_sums), cubin, function,
+                                        dtypes))
     return BuildReport(spec.name, cfg, limits.arch, smem, tuple(entries))
 
 

@@ -164,6 +164,7 @@ def _check_out(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor, m: int, n: i
 # the FP8 entries' scale pointers follow it (scale_a, scale_b, four strides, the block flag).
 BIAS_SLOT = 5
 SCALE_SLOTS = (6, 7)
+ROW_SUMS_SLOT = 6  # sm90 GEMM entries: the row sums' address, after the bias (KernelSpec.row_sums)
 
 OVERLAP_MESSAGE = "out must not overlap a or b: the kernel reads them while it writes out"
 BIAS_OVERLAP_MESSAGE = "bias must not share memory with out: the kernel reads it while it writes out"
@@ -227,74 +228,6 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None
             return plan.run(a, b, out, bias=bias)
         remember(_calls, key, plan, _CALLS_KEPT)
     return plan.run(a, b, out, a_ptr, b_ptr, c_ptr, bias)
-
-
-def linear(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
-    """x @ w^T (+ bias) over x's last dimension, as torch.nn.functional.linear, for an eager
-    call autograd does not record (zoo.nn.Linear's). mm's plan for (x viewed as a matrix, w.t()),
-    looked up by x's and w's own layouts and making the output in x's leading shape: a call
-    makes no view of x, w or the output."""
-    try:
-        x_ptr, w_ptr = x.data_ptr(), w.data_ptr()
-        key = (_LINEAR, x.shape, x.stride(), w.shape, w.stride(), x.dtype, w.dtype, x.get_device(), w.get_device(),
-               x_ptr % ALIGN_BYTES, w_ptr % ALIGN_BYTES, x.dtype == torch.float32 and tf32_allowed(x.dtype, None),
-               None if bias is None else (bias.shape, bias.stride(), bias.dtype, bias.get_device()))
-    except AttributeError:  # not tensors: mm says which argument is wrong
-        return mm(x, w.t(), bias=bias)
-    plan = _calls.get(key)
-    if plan is None:
-        plan = _plan_linear(x, w, bias)
-        if plan is None:  # x's rows are not one matrix's (a rare layout): torch's reshape copies them
-            return mm(x.reshape(-1, x.shape[-1]), w.t(), bias=bias).view(*x.shape[:-1], w.shape[0])
-        remember(_calls, key, plan, _CALLS_KEPT)
-    if plan.copy_a or plan.copy_b:  # an input read from a copy: the copy takes the matrix views
-        return plan.run(x.view(-1, x.shape[-1]), w.t(), None, bias=bias)
-    return plan.run(x, w, None, x_ptr, w_ptr, None, bias)
-
-
-def linear_grads(grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor, need_x: bool = True,
-                 need_w: bool = True) -> tuple[torch.Tensor | None, torch.Tensor | None]:
-    """A Linear's input and weight gradients, dX = grad @ w and dW = grad^T @ x (grad and x
-    matrices), for a backward autograd does not record: the two plans looked up by one key,
-    made of the tensors' own layouts, so a call makes no view (grad^T is read in place)."""
-    try:
-        g_ptr, x_ptr, w_ptr = grad.data_ptr(), x.data_ptr(), w.data_ptr()
-        key = (_GRADS, grad.shape, grad.stride(), x.shape, x.stride(), w.shape, w.stride(), grad.dtype, x.dtype,
-               w.dtype, grad.get_device(), x.get_device(), w.get_device(), g_ptr % ALIGN_BYTES,
-               x_ptr % ALIGN_BYTES, w_ptr % ALIGN_BYTES, grad.dtype == torch.float32 and tf32_allowed(grad.dtype, None))
-    except AttributeError:  # not tensors: mm says which argument is wrong
-        return mm(grad, w) if need_x else None, mm(grad.t(), x) if need_w else None
-    plans = _calls.get(key)
-    if plans is None:
-        plans = (plan_call(grad, w, None, None, None, None, None), plan_call(grad.t(), x, None, None, None, None, None))
-        remember(_calls, key, plans, _CALLS_KEPT)
-    dx_plan, dw_plan = plans
-    dx = dw = None
-    if need_x:
-        dx = dx_plan.run(grad, w, None) if dx_plan.copy_a or dx_plan.copy_b else \
-            dx_plan.run(grad, w, None, g_ptr, w_ptr)
-    if need_w:  # the plan's a is grad^T; a copy takes the view, the launch grad's address
-        dw = dw_plan.run(grad.t(), x, None) if dw_plan.copy_a or dw_plan.copy_b else \
-            dw_plan.run(grad, x, None, g_ptr, x_ptr)
-    return dx, dw
-
-
-def _plan_linear(x, w, bias) -> "CallPlan | None":
-    """linear's plan for this layout; None where x is no matrix's view."""
-    if not isinstance(w, torch.Tensor) or w.dim() != 2 or x.dim() == 0 or x.shape[-1] != w.shape[1]:
-        got = tuple(w.shape) if isinstance(w, torch.Tensor) else type(w).__name__
-        raise ZooError(f"linear: x's last dimension must match the weight's (out_features, in_features), "
-                       f"got x {tuple(x.shape)} and weight {got}")
-    try:
-        matrix = x.view(-1, x.shape[-1])
-    except RuntimeError:
-        return None
-    plan = plan_call(matrix, w.t(), None, None, None, None, None, bias)
-    return replace(plan, shape=(*x.shape[:-1], w.shape[0]))
-
-
-_LINEAR = "x @ w^T"  # linear's keys in _calls, apart from mm's
-_GRADS = "dY @ w, dY^T @ x"  # linear_grads' keys: a pair of plans each
 
 
 def _plus(y: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
@@ -430,9 +363,10 @@ def _extent(t: torch.Tensor) -> int:
     return overlap.span(t)[1] - t.data_ptr() if t.numel() else 0
 
 
-def plan_call(a, b, out_dtype, kernel, config, out, allow_tf32, bias=None) -> CallPlan:
+def plan_call(a, b, out_dtype, kernel, config, out, allow_tf32, bias=None, row_sums: bool = False) -> CallPlan:
     """Every check of a zoo.mm call (raising ZooError before anything runs), the kernel and
-    config, and the launch for this layout, compiled on first use."""
+    config, and the launch for this layout, compiled on first use; row_sums: the launch may
+    sum A's rows too (plan_launch's row_sums; zoo/linear.py's bias gradient)."""
     if out is not None and not isinstance(out, torch.Tensor):
         raise ZooError(f"out must be a torch.Tensor, got {type(out).__name__}")
     if out is not None:
@@ -459,7 +393,7 @@ def plan_call(a, b, out_dtype, kernel, config, out, allow_tf32, bias=None) -> Ca
     b_read, ldb, b_copy = (b, b.stride(1), None) if b_col else row_major_plan(b, spec.aligned_rows)
     c = torch.empty((m, n), dtype=out_dtype, device=a.device) if out is None else out
     launch = plan_launch(spec, cfg, device_index, a_read, b_read, c, k, lda, ldb, splits=splits,
-                         a_col=a_col, b_col=b_col)
+                         a_col=a_col, b_col=b_col, row_sums=row_sums)
     launch.choice = (spec.name, cfg.name, splits)
     bias_copy = bias is not None and (bias.dtype != out_dtype or bias.stride(0) != 1)
     return CallPlan(m, n, out_dtype, launch, a_copy is not None, b_copy is not None, spec.aligned_rows,
@@ -517,7 +451,8 @@ class Launch:
     def __init__(self, fn: cuda.Function, device_index: int, grid: tuple[int, int, int], threads: int,
                  cluster: int, args: list, split_k: tuple[int, int] | None = None,
                  slots: tuple[int, int, int] | None = None, maps: bool = False, pdl: bool = False,
-                 stream_k: int = 0, bias_slot: int | None = None, scale_slots: tuple[int, int] | None = None):
+                 stream_k: int = 0, bias_slot: int | None = None, scale_slots: tuple[int, int] | None = None,
+                 row_sums_slot: int | None = None):
         self.fn, self.device_index, self.grid, self.threads, self.cluster = fn, device_index, grid, threads, cluster
         self.pdl = pdl                  # a programmatic dependent of the grid before it (registry.dependent_launch)
         self.args = cuda.PackedArgs(args)
@@ -531,11 +466,13 @@ class Launch:
         self.bound: tuple[int, int] | None = None  # the split-K workspace the arguments point at
         self.bias_slot = bias_slot      # BIAS_SLOT where the kernel adds the bias (KernelSpec.bias_epilogue)
         self.scale_slots = scale_slots  # a scaled GEMM's scale_a and scale_b pointers (SCALE_SLOTS)
+        self.row_sums_slot = row_sums_slot  # ROW_SUMS_SLOT where the build sums A's rows (plan_launch's row_sums)
 
     def fire_at(self, a_ptr: int, b_ptr: int, c_ptr: int, bias_ptr: int = 0, stream: int | None = None,
-                scale_ptrs: tuple[int, int] | None = None) -> None:
+                scale_ptrs: tuple[int, int] | None = None, row_sums_ptr: int = 0) -> None:
         """Launch at these addresses (bias_ptr: 0 for none; kernels with bias_slot; scale_ptrs:
-        a scaled GEMM's scale_a and scale_b) on `stream`, a raw stream handle (default: torch's
+        a scaled GEMM's scale_a and scale_b; row_sums_ptr: where a launch with row_sums_slot
+        writes A's row sums, 0 for nowhere) on `stream`, a raw stream handle (default: torch's
         current stream of the device)."""
         with self.lock:
             args, (ia, ib, ic) = self.args, self.slots
@@ -553,6 +490,8 @@ class Launch:
             if scale_ptrs is not None:
                 args.set(self.scale_slots[0], scale_ptrs[0])
                 args.set(self.scale_slots[1], scale_ptrs[1])
+            if self.row_sums_slot is not None:
+                args.set(self.row_sums_slot, row_sums_ptr)
             self._fire(stream)
 
     def fire(self, stream: int | None = None) -> None:
@@ -626,19 +565,22 @@ _loaded: dict[tuple, cuda.Function] = {}
 
 
 def compiled(spec: KernelSpec, cfg: TileConfig, dtype: str, out_dtype: str,
-             device_index: int, grouped: bool = False, a_col: bool = False, b_col: bool = False) -> cuda.Function:
+             device_index: int, grouped: bool = False, a_col: bool = False, b_col: bool = False,
+             row_sums: bool = False) -> cuda.Function:
     """The loaded function for (kernel, config, dtypes) on a device, compiled for its arch on
     first use (disk cache across processes, this dict within one); `grouped`: the entry point
     that reads a table of problems (entry name + "_grouped"); a_col, b_col: the build that
-    reads A, B column-major (KernelSpec.layouts)."""
-    key = (spec.name, cfg, dtype, out_dtype, device_index, grouped, a_col, b_col)
+    reads A, B column-major (KernelSpec.layouts); row_sums: the build that also sums A's rows
+    (KernelSpec.row_sums)."""
+    key = (spec.name, cfg, dtype, out_dtype, device_index, grouped, a_col, b_col, row_sums)
     if key in _loaded:
         return _loaded[key]
     limits = device_limits(device_index)
-    cubin = cuda.compile_cubin(spec.source, spec.compile_arch(limits.cc), spec.defines(cfg, a_col, b_col),
+    cubin = cuda.compile_cubin(spec.source, spec.compile_arch(limits.cc), spec.defines(cfg, a_col, b_col, row_sums),
                                kernel=spec.name, config=cfg.name)
     name = spec.entry[(dtype, out_dtype)] + ("_grouped" if grouped else "")
-    fn = cuda.load_function(device_index, cubin, name, spec.smem_bytes(cfg), kernel=spec.name, config=cfg.name)
+    fn = cuda.load_function(device_index, cubin, name, spec.build_smem_bytes(cfg, row_sums), kernel=spec.name,
+                            config=cfg.name)
     _loaded[key] = fn
     return fn
 
@@ -697,7 +639,7 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
                 b: torch.Tensor, c: torch.Tensor, k: int, lda: int, ldb: int, *,
                 shared_units: int | None = None, splits: int | None = None,
                 independent: bool = False, a_col: bool = False, b_col: bool = False,
-                scales: tuple | None = None) -> Launch:
+                scales: tuple | None = None, row_sums: bool = False) -> Launch:
     """`launch`'s work before the launch itself (compile on first use, grid, split-K, tensor
     maps, arguments): what a repeated call can keep. TMA kernels also take a batch of
     same-shape GEMMs in one launch: a, b and c 3-D (the batch first, uniform strides), lda and
@@ -711,7 +653,9 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
     for it (NOTES.md, "The streams mode's launches"). a_col, b_col: a, b read column-major
     (their column strides lda, ldb; KernelSpec.layouts). scales: a scaled GEMM's (spec.op
     "scaled") scale_a and scale_b addresses, their four strides and the block flag
-    (zoo/scaled.py; the kernel's Scales)."""
+    (zoo/scaled.py; the kernel's Scales). row_sums: A's rows summed over K too, where the
+    config has that build and the launch no split-K or stream-K (Launch.row_sums_slot says
+    whether it got it; fire_at's row_sums_ptr, where they go)."""
     batch = c.shape[0] if c.dim() == 3 else 1
     if batch > 1 and not spec.tma_boxes:
         raise ZooError(f"{spec.name} takes one GEMM per launch; batches go through its grouped entry point")
@@ -741,6 +685,10 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
         units = registry.stacks(cfg, m, n) * splits * batch
         if spec.persistent and units > INT32_MAX:
             raise ZooError(f"{batch} x {m}x{n} makes {units} units of work; the kernel counts at most {INT32_MAX}")
+        row_sums = row_sums and a_col and spec.row_sums(cfg) and splits == 1 and not tail and batch == 1
+        if row_sums:
+            fn = compiled(spec, cfg, _dtype_name(a.dtype), _dtype_name(c.dtype), device_index, a_col=a_col,
+                          b_col=b_col, row_sums=True)
         ldc = (max(c.stride(-2), 1), cuda.INT32)
         split_k = None
         if spec.tma_boxes:
@@ -756,6 +704,8 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
                     (splits, cuda.INT32), (tail, cuda.INT32), (int(independent), cuda.INT32),
                     (spec.unit_layout(cfg, m, n, k, splits), cuda.BY_VALUE),
                     (0, cuda.POINTER), (0, cuda.POINTER)]  # workspace, counters: per fire
+            if spec.op == "gemm":  # the entry's row-sums address (0: none)
+                args.insert(ROW_SUMS_SLOT, (0, cuda.POINTER))
             if spec.op == "scaled":
                 pa, pb, *strides, block = scales
                 args[SCALE_SLOTS[0]:SCALE_SLOTS[0]] = [(pa, cuda.POINTER), (pb, cuda.POINTER),
@@ -769,6 +719,7 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
     return Launch(fn, device_index, grid, cfg.threads, cfg.cluster_size, args, split_k, slots,
                   maps=bool(spec.tma_boxes), stream_k=tail, bias_slot=BIAS_SLOT if spec.bias_epilogue(cfg) else None,
                   scale_slots=SCALE_SLOTS if spec.op == "scaled" else None,
+                  row_sums_slot=ROW_SUMS_SLOT if row_sums else None,
                   pdl=independent or registry.dependent_launch(spec, device_limits(device_index), footprint))
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
-from . import conv, convnets, gemm, ops
+from . import conv, convnets, gemm, linear, ops
 from .cuda import ZooError
 
 
@@ -35,11 +35,11 @@ class Linear(torch.nn.Linear):
                 y = y + bias
             return y.view(*x.shape[:-1], self.out_features)
         # The eager path, at torch's host cost where it can be: without autograd no view of x,
-        # w or the output (gemm.linear); with it no reshape for a matrix, and torch's C++
+        # w or the output (linear.linear); with it no reshape for a matrix, and torch's C++
         # Function.apply (_apply_linear) where no functorch transform is active.
         if not (torch.is_grad_enabled() and (x.requires_grad or w.requires_grad
                                              or (bias is not None and bias.requires_grad))):
-            return gemm.linear(x, w, bias)
+            return linear.linear(x, w, bias)
         x2 = x if x.dim() == 2 else x.reshape(-1, self.in_features)
         y = _apply_linear(x2, w, bias) if not _functorch_active() else LinearFunction.apply(x2, w, bias)
         return y if x.dim() == 2 else y.view(*x.shape[:-1], self.out_features)
@@ -57,17 +57,18 @@ class LinearFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x2, w, bias):
         ctx.save_for_backward(x2, w)
-        return gemm.linear(x2, w, bias)
+        return linear.linear(x2, w, bias)
 
     @staticmethod
     def backward(ctx, grad):
         x2, w = ctx.saved_tensors
         need_x, need_w, need_b = ctx.needs_input_grad
         if torch.is_grad_enabled():  # a double backward (create_graph) records these products in turn
-            dx, dw = ops.mm(grad, w) if need_x else None, ops.mm(grad.t(), x2) if need_w else None
-        else:  # the launch path straight away: both plans by one lookup, no view
-            dx, dw = gemm.linear_grads(grad, x2, w, need_x, need_w)
-        return dx, dw, grad.sum(0) if need_b else None
+            return (ops.mm(grad, w) if need_x else None, ops.mm(grad.t(), x2) if need_w else None,
+                    grad.sum(0) if need_b else None)
+        # The launch path straight away: both plans by one lookup, no view; the bias gradient
+        # summed by dW's kernel where it can
+        return linear.linear_grads(grad, x2, w, need_x, need_w, need_b)
 
 
 # torch's C++ apply (torch._C._FunctionBase): Function.apply's Python around it binds default

@@ -38,7 +38,9 @@
 //   Built with -DZOO_A_M_MAJOR (A given column-major, as A^T (K, M) row-major: the weight
 //   gradient dY^T X of a linear layer reads dY in place): tmap_a is then (K rows, M cols), BM/64
 //   boxes of BK / CLUSTER_N rows x 128 B per K-tile and CTA, stored M-major like B's N-major
-//   boxes and read by wgmma transposed. Not with swap-AB, TF32 or the convolution.
+//   boxes and read by wgmma transposed. Not with swap-AB, TF32 or the convolution. With
+//   -DZOO_ROW_SUMS as well it also sums A's rows over K into `row_sums` (a linear layer's bias
+//   gradient, from dY^T): a wgmma m64n8k16 of A against a tile of ones beside each k16 step.
 //   Runs on CC 9.0 only (wgmma, setmaxnreg: compiled for sm_90a by NVRTC in zoo/cuda.py, with
 //   the tile shape and STAGES as -D defines).
 //
@@ -207,8 +209,22 @@ constexpr int EPI_BOX_BYTES = 64 * SWIZZLE_BYTES;
 constexpr int EPI_BOXES = 2;
 constexpr int EPI_BYTES = CONSUMERS * EPI_BOXES * EPI_BOX_BYTES;
 constexpr int SPLIT_FLAG_BYTES = 16;               // per consumer: "this unit finishes its tile"
-constexpr int SMEM_BYTES = ALIGN_SLACK + STAGES * STAGE_BYTES + EPI_BYTES + BARRIER_BYTES + SPLIT_FLAG_BYTES;
+// ZOO_ROW_SUMS builds also sum A's rows over K (a Linear's bias gradient when A is dY^T: the
+// weight gradient dW = dY^T X; cuBLASLt's BGRADB epilogue): one more wgmma m64n8k16 a k16 step
+// and row block, A against a 16 x 8 tile of ones (256 B on a 128-byte boundary, after the
+// flags), 4 accumulators a row block. A build of its own: the same wgmma under a branch in the
+// K loop broke ptxas's batching of the main wgmmas (NOTES.md, "The bias gradient in the dW kernel").
+#ifdef ZOO_ROW_SUMS
+constexpr bool ROW_SUMS = true;
+#else
+constexpr bool ROW_SUMS = false;
+#endif
+constexpr int ONES_BYTES = ROW_SUMS ? 256 + 128 : 0;  // zoo/specs/sm90_wgmma.py: SM90_ROW_SUMS_BYTES
+constexpr int SMEM_BYTES =
+    ALIGN_SLACK + STAGES * STAGE_BYTES + EPI_BYTES + BARRIER_BYTES + SPLIT_FLAG_BYTES + ONES_BYTES;
 constexpr int K_STEPS = BK / MMA_K;                // wgmmas per K-tile
+static_assert(!ROW_SUMS || (A_M_MAJOR && !PROMOTE && M_SUBS * ACC_REGS <= 128),
+              "row sums: A column-major, at most 128 accumulators a thread (more spilled)");
 
 // Registers: the block is launched at 65536 / THREADS per thread (a multiple of 8); the
 // producer drops to PRODUCER_REGS and the consumers take what it frees (setmaxnreg counts
@@ -493,11 +509,13 @@ struct Scheduler {
   // here, not in Gemm: a pointer more in each unit's Work put it on the stack.
   const OutT* bias;
   Scales scales;  // a scaled GEMM's (ZOO_FP8)
+  // A one-GEMM launch's row sums of A over K (ZOO_ROW_SUMS builds), written here, or none.
+  OutT* row_sums;
   __device__ Scheduler(const Gemm<OutT>& g, const UnitLayout& layout_, const GroupEntry* table_, int count_,
                        int units_, int splits_, int tail_tiles = 0, const OutT* bias_ = nullptr,
-                       const Scales& scales_ = {})
+                       const Scales& scales_ = {}, OutT* row_sums_ = nullptr)
       : single(g), layout(layout_), table(table_), count(count_), units(units_), splits(splits_), bias(bias_),
-        scales(scales_) {
+        scales(scales_), row_sums(row_sums_) {
     step = CLUSTER > 1 ? static_cast<int>(cluster_count()) : static_cast<int>(gridDim.x);
     if constexpr (STREAM_K) {
       if (tail_tiles > 0) {  // the host checks that runs are several K-tiles and tail_work x step fits int32
@@ -775,6 +793,22 @@ __device__ __forceinline__ void mma_step(float (&acc)[R][N], unsigned long long 
       Wgmma<2 * N, BF16>::mma(acc[s], a + s * (A_BLOCK_BYTES >> 4), b, accumulate);
   }
 }
+// ROW_SUMS: d (64 x 8, f32) (+)= A (64 x 16, M-major) times a 16 x 8 tile of ones: each of
+// d's columns is the sum of A's rows over the k16 step.
+template <bool BF16>
+__device__ __forceinline__ void mma_ones(float (&d)[4], unsigned long long desc_a, unsigned long long desc_b,
+                                         int accumulate) {
+  if constexpr (BF16) {
+    ZOO_WGMMA(8, "bf16", "1, 0", 4, 5, 6, ZOO_REGS4, ZOO_ACC4(0));
+  } else {
+    ZOO_WGMMA(8, "f16", "1, 0", 4, 5, 6, ZOO_REGS4, ZOO_ACC4(0));
+  }
+}
+// The tile of ones as wgmma's B operand, without a swizzle: both byte offsets 128, so however
+// the core matrices are laid out, every address read lies in the 256 B of ones.
+__device__ __forceinline__ unsigned long long ones_descriptor(unsigned smem_addr) {
+  return static_cast<unsigned long long>((smem_addr & 0x3FFFF) >> 4) | ((128ull >> 4) << 16) | ((128ull >> 4) << 32);
+}
 // TF32: one k8 step, A's fragment from registers.
 template <int N>
 __device__ __forceinline__ void mma_tf32(float (&acc)[N], const unsigned (&frag)[4], unsigned long long b,
@@ -832,11 +866,15 @@ __device__ __forceinline__ void load_block_scales(BlockScales& f, const Scales& 
                                     : 0.f;
     }
 }
-__device__ __forceinline__ void block_factors(float (&f)[M_SUBS][2], const BlockScales& sc) {
+// The factors of the set of this K-tile's parity: chosen element by element (a set chosen
+// whole, by reference, went to local memory).
+__device__ __forceinline__ void block_factors(float (&f)[M_SUBS][2], const BlockScales& even, const BlockScales& odd,
+                                              bool is_odd) {
+  const float b = is_odd ? odd.b : even.b;
 #pragma unroll
   for (int s = 0; s < M_SUBS; ++s)
 #pragma unroll
-    for (int h = 0; h < 2; ++h) f[s][h] = sc.a[s][h] * sc.b;
+    for (int h = 0; h < 2; ++h) f[s][h] = (is_odd ? odd.a[s][h] : even.a[s][h]) * b;
 }
 
 // Promotion (PROMOTE): a K-tile's MMAs from stage descriptors a, b into `part` (overwritten),
@@ -865,7 +903,7 @@ constexpr int ORDER_BARRIER = 1 + CONSUMERS;
 // ---- Consumers: warpgroup `consumer` computes rows wg_m0.., columns wg_n0.. of each tile.
 template <bool BF16, typename OutT>
 __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsigned epi_smem,
-                                        unsigned full_bar, unsigned empty_bar,
+                                        unsigned full_bar, unsigned empty_bar, unsigned ones_smem,
                                         const Scheduler<OutT>& sched, int consumer,
                                         float* workspace, int* counters,
                                         volatile int* split_flags) {
@@ -908,6 +946,10 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
 
   float acc[M_SUBS][ACC_REGS];
   zero_accumulators(acc);
+  // ROW_SUMS: a unit's sums of A's rows over K, a 64 x 8 accumulator a row block (its 8
+  // columns alike).
+  float rows[ROW_SUMS ? M_SUBS : 1][4];
+  const unsigned long long ones = ones_descriptor(ones_smem);
   // PROMOTE: one K-tile's sums, added into acc once its MMAs are done (see the main loop).
   float part[PROMOTE ? M_SUBS : 1][PROMOTE ? ACC_REGS : 1];
   bool first_issue = true;  // PROMOTE: consumer 0's first MMAs of the grid wait for no turn
@@ -937,6 +979,12 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
     if (sched.table != nullptr && w.g.c_tma && w.g.c != c_fenced && threadIdx.x % WG_THREADS == 0)
       tma_prefetch_descriptor(w.g.c);
 
+    // Row sums, summed by every unit (no branch in the K loop) and written by the units of the
+    // first tile column over the whole of K (a K slice's would be partial: the host asks for
+    // them only without split-K or stream-K).
+    const bool write_rows = ROW_SUMS && sched.row_sums != nullptr && tile_n == 0 && wg_n0 == 0 &&
+                            w.kt_begin == 0 && w.kt_end == zoo::ceil_div(w.g.K, BK) && w.kt_end > 0;
+
     int prev_stage = -1;
     if constexpr (PROMOTE) {
       // Each K-tile's MMAs into `part` (fresh), waited for, then times the K-tile's block
@@ -948,19 +996,21 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       // while the other is added, made ptxas wait for every wgmma before the next: reading a
       // set while another group is pending is more than it tracks.)
       zero_accumulators(acc);
-      // A K-tile's block scales are loaded two K-tiles ahead, into one of two sets the K-tiles
-      // take in turn (a register move from one set to the next would wait for the loads).
-      // Loaded one K-tile ahead and multiplied at once, the product waited for them right
-      // there: ncu put 53% of the blockwise build's stalls on it (8192^3; NOTES.md). ptxas
-      // now takes the product as the K-tile starts, a whole K-tile after the loads.
-      BlockScales sets[2];
+      // A K-tile's block scales are loaded two K-tiles ahead, into the set of its parity (the
+      // even and odd K-tiles' sets take turns: a register move from one set to the other would
+      // wait for the loads). Loaded one K-tile ahead and multiplied at once, the product waited
+      // for them right there: ncu put 53% of the blockwise build's stalls on it (8192^3;
+      // NOTES.md). Now the product waits (its FSELs read both sets) once the K-tile's MMAs are
+      // issued: a K-tile after the other set's loads, two after this one's.
+      BlockScales even, odd;
       // One block scale of B per consumer: a slice wider than a block (128x192p) serves the
       // per-tensor and per-row recipes only (registry.serves and zoo.scaled_mm refuse the
       // block recipe on it).
       const int col_block = (tile_n * BN + wg_n0) / SCALE_BLOCK, row = tile_m * BM + thread_row;
-      load_block_scales(sets[0], sched.scales, row, col_block, w.kt_begin, w.g.M, w.g.N, w.g.K);
-      load_block_scales(sets[1], sched.scales, row, col_block, w.kt_begin + 1, w.g.M, w.g.N, w.g.K);
-      const auto k_tile = [&](int kt, BlockScales& scales) {
+      load_block_scales(even, sched.scales, row, col_block, w.kt_begin, w.g.M, w.g.N, w.g.K);
+      load_block_scales(odd, sched.scales, row, col_block, w.kt_begin + 1, w.g.M, w.g.N, w.g.K);
+      for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+        const bool is_odd = (kt - w.kt_begin) & 1;
         mbar_wait(full_bar + 8 * stage, phase);
         if (consumer == 1 || !first_issue) named_barrier(ORDER_BARRIER + consumer, 2 * WG_THREADS);
         first_issue = false;
@@ -973,17 +1023,14 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
         wgmma_wait<0>();
         release(empty_bar + 8 * stage, lane);
         float f[M_SUBS][2];
-        block_factors(f, scales);
+        block_factors(f, even, odd, is_odd);
         add_promoted(acc, part, f);
-        load_block_scales(scales, sched.scales, row, col_block, kt + 2, w.g.M, w.g.N, w.g.K);  // 0 past K
+        if (is_odd)  // 0 past K
+          load_block_scales(odd, sched.scales, row, col_block, kt + 2, w.g.M, w.g.N, w.g.K);
+        else
+          load_block_scales(even, sched.scales, row, col_block, kt + 2, w.g.M, w.g.N, w.g.K);
         if (++stage == STAGES) stage = 0, phase ^= 1;
-      };
-      int kt = w.kt_begin;
-      for (; kt + 1 < w.kt_end; kt += 2) {
-        k_tile(kt, sets[0]);
-        k_tile(kt + 1, sets[1]);
       }
-      if (kt < w.kt_end) k_tile(kt, sets[0]);
     }
     for (int kt = w.kt_begin; kt < (PROMOTE ? w.kt_begin : w.kt_end); ++kt) {  // unpromoted builds' loop
       mbar_wait(full_bar + 8 * stage, phase);
@@ -1014,6 +1061,11 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
           const unsigned long long a = desc_a0 + ((stage * A_STAGE_BYTES + ks * A_K_STEP_BYTES) >> 4);
           const unsigned long long b = desc_b0 + ((stage * B_STAGE_BYTES + ks * B_K_STEP_BYTES) >> 4);
           mma_step<BF16>(acc, a, b, (kt > w.kt_begin || ks > 0) ? 1 : 0);
+          if constexpr (ROW_SUMS) {
+#pragma unroll
+            for (int s = 0; s < M_SUBS; ++s)
+              mma_ones<BF16>(rows[s], a + s * (A_BLOCK_BYTES >> 4), ones, (kt > w.kt_begin || ks > 0) ? 1 : 0);
+          }
         }
         wgmma_commit();
         // This K-tile's MMAs stay in flight; the previous one's are done, so its stage is free.
@@ -1029,6 +1081,20 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
     wgmma_wait<0>();
     fence_accumulators(acc);
     if (prev_stage >= 0) release(empty_bar + 8 * prev_stage, lane);
+    if constexpr (ROW_SUMS) {
+      fence_accumulators(rows);
+      if (write_rows) {
+        if (lane % 4 == 0) {  // column 0 of rows thread_row and thread_row + 8 of each block
+#pragma unroll
+          for (int s = 0; s < M_SUBS; ++s)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int row = tile_m * BM + thread_row + 64 * s + 8 * h;
+              if (row < w.g.M) sched.row_sums[row] = to_out(rows[s][2 * h], sched.row_sums);
+            }
+        }
+      }
+    }
     if (STREAM_K && w.parts == 0) continue;  // an empty stream-K run
     if (w.kt_begin >= w.kt_end) zero_accumulators(acc);  // an empty K slice (the host avoids them) adds zero
     if constexpr (FP8) {
@@ -1123,6 +1189,7 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
   // SPLIT_FLAG_BYTES after the barriers, addressed generically (volatile int reads).
   volatile int* const split_flags = reinterpret_cast<volatile int*>(
       smem_raw + (empty_bar + STAGES * 8 - smem_u32(smem_raw)));
+  const unsigned ones_smem = (empty_bar + STAGES * 8 + SPLIT_FLAG_BYTES + 127) & ~127u;  // 256 B
 
   // Broadcast from lane 0: the compiler then knows it is warp-uniform and keeps what derives
   // from it (each consumer's wgmma descriptors, ring stage and phase) in uniform registers,
@@ -1146,6 +1213,12 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
       mbar_init(empty_bar + 8 * s, CLUSTER * SLICES * 4);  // the warps reading it, cluster-wide
     }
     mbar_init_fence();
+  }
+  if constexpr (ROW_SUMS) {
+    if (threadIdx.x < 64) {  // 256 B of ones of the input type, read by wgmma (the async proxy)
+      asm volatile("st.shared.u32 [%0], %1;" ::"r"(ones_smem + 4 * threadIdx.x), "r"(BF16 ? 0x3F803F80u : 0x3C003C00u));
+      fence_proxy_async();
+    }
   }
   // Peers arrive on these barriers and multicast into this CTA: all must be initialised first.
   if constexpr (CLUSTER > 1) cluster_sync(); else __syncthreads();
@@ -1230,7 +1303,7 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
       }
     }
   } else {
-    consume<BF16>(a_smem, b_smem, epi_smem, full_bar, empty_bar, sched, warpgroup - 1, workspace,
+    consume<BF16>(a_smem, b_smem, epi_smem, full_bar, empty_bar, ones_smem, sched, warpgroup - 1, workspace,
                   counters, split_flags);
     // Only the consumers, which leave last: a producer warp whose idle lanes waited here would
     // stall its issuing lane until the grid before had finished (NOTES.md, "The streams
@@ -1254,12 +1327,14 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
       NAME(const __grid_constant__ zoo_sm90::TensorMap tmap_a,                               \
            const __grid_constant__ zoo_sm90::TensorMap tmap_b,                               \
            const __grid_constant__ zoo_sm90::TensorMap tmap_c, int c_tma,                    \
-           OUT_T* __restrict__ C, const OUT_T* __restrict__ bias, int M, int N, int K, int ldc,  \
+           OUT_T* __restrict__ C, const OUT_T* __restrict__ bias, OUT_T* __restrict__ row_sums, \
+           int M, int N, int K, int ldc,                                                     \
            long long c_batch, int batch, int splits, int stream_k, int independent,          \
            const zoo_sm90::UnitLayout layout, float* workspace, int* counters) {             \
     const zoo_sm90::Gemm<OUT_T> g{&tmap_a, &tmap_b, &tmap_c, C, c_batch, M, N, K, ldc, c_tma, 0, nullptr}; \
     const int units = layout.per_matrix.d * batch;                                          \
-    zoo_sm90::gemm<BF16, OUT_T>(zoo_sm90::Scheduler<OUT_T>(g, layout, nullptr, 1, units, splits, stream_k, bias), \
+    zoo_sm90::gemm<BF16, OUT_T>(zoo_sm90::Scheduler<OUT_T>(g, layout, nullptr, 1, units, splits, stream_k, bias, \
+                                                           {}, row_sums),                   \
                                 workspace, counters, independent != 0);                     \
   }                                                                                         \
   extern "C" __global__ void __launch_bounds__(zoo_sm90::THREADS, 1)                        \
@@ -1387,7 +1462,7 @@ static int launch(Kernel kernel, const T* A, const T* B, OutT* C, int M, int N, 
   UnitLayout layout = plain_layout(M, N, K, 1);  // the kernel divides by the multipliers
   layout.per_matrix = zoo::divisor_of(layout.per_matrix.d), layout.splits = zoo::divisor_of(1);
   layout.per_group = zoo::divisor_of(layout.per_group.d), layout.last_rows = zoo::divisor_of(layout.last_rows.d);
-  kernel<<<units < sms ? units : sms, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, c_tma, C, nullptr, M,
+  kernel<<<units < sms ? units : sms, THREADS, SMEM_BYTES, stream>>>(map_a, map_b, map_c, c_tma, C, nullptr, nullptr, M,
                                                                       N, K, N, 0LL, 1, 1, 0, 0, layout, nullptr, nullptr);
   ZOO_CUDA_CHECK(cudaGetLastError());
   return 0;

@@ -86,6 +86,11 @@ class KernelSpec:
     # Whether a config adds a bias vector (C's dtype, one value per column) in fp32 before C's
     # rounding: a pointer argument right after C (0: none). Else the bias is added after.
     bias_epilogue: Callable[[cfgs.TileConfig], bool] = lambda c: False
+    # Whether a config has a build (ZOO_ROW_SUMS) of its A-column-major layouts that also sums
+    # A's rows over K (a Linear's bias gradient with dW = dY^T X), written through a pointer
+    # argument after the bias, and the shared memory that build needs beyond smem_bytes.
+    row_sums: Callable[[cfgs.TileConfig], bool] = lambda c: False
+    row_sums_bytes: int = 0
     # Split-K's model (registry.split_k): how much later a split launch ends than a whole one of
     # the same streaming time (the reduction at its end: the units' partials through L2, a
     # count, the last unit's reads; and its more, shorter CTAs), and the rate at which one CTA
@@ -154,16 +159,25 @@ class KernelSpec:
     def compile_arch(self, cc: tuple[int, int]) -> str:
         return device_arch(cc, self.arch_specific)
 
-    def defines(self, c: cfgs.TileConfig, a_col: bool = False, b_col: bool = False) -> dict[str, int]:
-        """The -D defines of a config's build; a_col, b_col: A, B read column-major (layouts)."""
-        return {**({"ZOO_A_M_MAJOR": 1} if a_col else {}), **({"ZOO_B_K_MAJOR": 1} if b_col else {}),"ZOO_BM": c.block_m, "ZOO_BN": c.block_n, "ZOO_BK": c.block_k,
+    def defines(self, c: cfgs.TileConfig, a_col: bool = False, b_col: bool = False,
+                row_sums: bool = False) -> dict[str, int]:
+        """The -D defines of a config's build; a_col, b_col: A, B read column-major (layouts);
+        row_sums: the build that also sums A's rows (row_sums; A column-major)."""
+        return {**({"ZOO_A_M_MAJOR": 1} if a_col else {}), **({"ZOO_B_K_MAJOR": 1} if b_col else {}),
+                **({"ZOO_ROW_SUMS": 1} if row_sums else {}),
+                "ZOO_BM": c.block_m, "ZOO_BN": c.block_n, "ZOO_BK": c.block_k,
                 "ZOO_WARP_M": c.warp_m, "ZOO_WARP_N": c.warp_n, "ZOO_STAGES": c.stages,
                 "ZOO_GROUP_M": c.group_m, "ZOO_CLUSTER_M": c.cluster_m, "ZOO_CLUSTER_N": c.cluster_n,
-                "ZOO_SMEM_BYTES": self.smem_bytes(c), "ZOO_THREADS": c.threads, **({"ZOO_PINGPONG": 1} if c.pingpong else {}),
+                "ZOO_SMEM_BYTES": self.build_smem_bytes(c, row_sums), "ZOO_THREADS": c.threads,
+                **({"ZOO_PINGPONG": 1} if c.pingpong else {}),
                 **({"ZOO_SWAP_AB": 1} if c.swap_ab else {}),
                 **({"ZOO_STREAM_K": 1} if c.stream_k else {}),
                 **({"ZOO_FP8_PROMOTE": 1} if c.promote else {}),
                 **self.extra_defines}
+
+    def build_smem_bytes(self, c: cfgs.TileConfig, row_sums: bool = False) -> int:
+        """Dynamic shared memory of a config's build (its row-sums build takes row_sums_bytes more)."""
+        return self.smem_bytes(c) + (self.row_sums_bytes if row_sums else 0)
 
     def grid(self, c: cfgs.TileConfig, m: int, n: int, resident_clusters: int,
              splits: int = 1, batch: int = 1) -> tuple[int, int, int]:

@@ -173,6 +173,16 @@ def _sm90_bias_epilogue(c: cfgs.TileConfig) -> bool:
     return c.warp_m * c.warp_n // 128 <= 128
 
 
+def _sm90_row_sums(c: cfgs.TileConfig) -> bool:
+    """The kernel's ROW_SUMS builds: at most 128 accumulators a consumer thread (4 more a row
+    block; 128x192ppc2 spilled with two registers more), no swap-AB (A is not read column-major
+    there), no FP8 promotion."""
+    return c.warp_m * c.warp_n // 128 <= 128 and not c.swap_ab and not c.promote
+
+
+SM90_ROW_SUMS_BYTES = 256 + 128  # the kernel's ONES_BYTES: 256 B of ones on a 128-byte boundary
+
+
 SM90_GEMM = KernelSpec(
     name="sm90_gemm_tma_wgmma",
     source=KERNELS_DIR / "sm90" / "gemm_tma_wgmma.cu",
@@ -205,7 +215,7 @@ SM90_GEMM = KernelSpec(
     # pdl: they wait for the grid before them (ACQBULK above); registry.dependent_launch
     # says which launches overlap it (NOTES.md, "Programmatic dependent launch").
     cluster_sizes=(1, 2, 4), split_k=True, stream_k=True, pingpong=True, swap_ab=True, pdl=True, chains=True,
-    bias_epilogue=_sm90_bias_epilogue,
+    bias_epilogue=_sm90_bias_epilogue, row_sums=_sm90_row_sums, row_sums_bytes=SM90_ROW_SUMS_BYTES,
     # Measured on an H100 (1 x 4096 x K and 16 x 1024 x 4096, forced slice counts; NOTES.md,
     # "The split-K tail"): a split launch ends ~2.6 us later than a whole one of the same
     # streaming time (the reduction itself ~1.3 of it: "Split-K's cost taken apart"), and one
