@@ -151,10 +151,17 @@ def test_a_1x1_convolution_runs_as_one_zoo_mm():
                             assert y.is_contiguous(memory_format=torch.channels_last)
                             check = conv.verify(x, wi, y, shape, bias)
                             assert check.ok, (dtype, channels_last, out_dtype, check.describe())
-        # Both channels-last (the 1x1 weight is either way): zoo.mm's plan run by address, no view
-        # a call; an NCHW x through the views.
-        directs = [c[1] for c in conv._calls.values() if c[0].shape == shape]
-        assert any(isinstance(d, conv.GemmCall) for d in directs) and None in directs
+        if gemm.device_limits(torch.cuda.current_device()).cc >= (9, 0):
+            # Both channels-last (the 1x1 weight is either way): zoo.mm's plan run by address, no
+            # view a call (the sm_90a kernel reads w's rows as B column-major); an NCHW x through
+            # the views. A bias the kernel does not add goes along K, the channels-last rows.
+            directs = [c[1] for c in conv._calls.values() if c[0].shape == shape]
+            assert any(isinstance(d, conv.GemmCall) for d in directs) and None in directs
+            x, w = conv.inputs(shape, torch.float16, gen, True)
+            bias = torch.randn(40, device="cuda", generator=gen).half()
+            made = conv.plan_for(x, shape, torch.float16, None, None).direct(x, w, None)
+            y = conv.GemmCall(made.call, False).run(x, w, bias, x.data_ptr(), w.data_ptr())
+            assert conv.verify(x, w, y, shape, bias).ok
         x, w = conv.inputs(shape, torch.float16, gen)
         zoo.conv2d(x, w)
         torch.cuda.synchronize()

@@ -7,7 +7,7 @@ import functools
 import struct
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch

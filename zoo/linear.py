@@ -41,8 +41,10 @@ def linear_grads(grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor, need_x: b
     """A Linear's input, weight and bias gradients, dX = grad @ w, dW = grad^T @ x and db =
     grad's column sums (grad and x matrices), for a backward autograd does not record: the two
     plans looked up by one key, made of the tensors' own layouts, so a call makes no view
-    (grad^T is read in place). db is summed by dW's kernel where its build has row sums
-    (KernelSpec.row_sums: cuBLASLt's BGRADB) and the launch no split-K; else grad.sum(0)."""
+    (grad^T is read in place). A layout's first call plans both products, whichever it needs.
+    db is summed by dW's kernel (cuBLASLt's BGRADB) where dW's launch reads grad^T in place
+    (column-major, 16-byte aligned), its config has a row-sums build (KernelSpec.row_sums: the
+    sm_90a kernel, no swap-AB) and it has no split-K or stream-K; else it is grad.sum(0)."""
     try:
         g_ptr, x_ptr, w_ptr = grad.data_ptr(), x.data_ptr(), w.data_ptr()
         key = (_GRADS, grad.shape, grad.stride(), x.shape, x.stride(), w.shape, w.stride(), grad.dtype, x.dtype,
