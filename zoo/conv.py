@@ -307,7 +307,9 @@ def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, s
     if plan is None:
         shape, out_dtype = check_conv(x, w, bias, stride, padding, dilation, groups, out_dtype)
         plan = plan_for(x, shape, out_dtype, kernel, config)
-        direct = _direct(plan, x, w, bias)
+        # A channels-last x and w (C a multiple of 8, 16-byte aligned) that the kernel reads as
+        # they are: the plan's `direct` runs them by address, making no view.
+        direct = plan.direct(x, w, bias) if _packed(x) and _packed(w) else None
         if key is not None:
             gemm.remember(_calls, key, (plan, direct), _PLANS_KEPT)
     check_no_grad(x, w, bias)
@@ -317,17 +319,6 @@ def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, s
 
 
 _UNPLANNED = (None, None)
-
-
-def _direct(plan, x: torch.Tensor, w: torch.Tensor, bias) -> "ConvPlan | GemmCall | None":
-    """What runs a layout whose x and w the kernel reads as they are (channels-last, C a multiple
-    of 8, 16-byte aligned: a call then passes their addresses, making no view): the TMA conv
-    kernel's plan, or the 1x1 route's zoo.mm plan for the two matrices; None for any other."""
-    if not (_packed(x) and _packed(w)):
-        return None
-    if isinstance(plan, ConvPlan):
-        return plan if plan.im2col is not None else None
-    return plan.direct(x, w, bias) if isinstance(plan, GemmConvPlan) else None
 
 
 def _arguments(stride, padding, dilation, groups) -> str:
@@ -429,6 +420,10 @@ class ConvPlan:
         """What weights() makes: the TMA kernel's packed KRSC, or the (K rows, K) matrix."""
         return ("krsc",) if self.im2col is not None else ("matrix", self.c_pad, self.padded_k)
 
+    def direct(self, x, w, bias) -> "ConvPlan | None":
+        """For a packed x and w: the TMA kernel reads them in place (this plan, by address)."""
+        return self if self.im2col is not None else None
+
     @functools.cached_property
     def c_pad(self) -> int:
         return self.shape.c_pad(self.cfg.block_k, self.spec.packs_taps)
@@ -508,6 +503,10 @@ class RoutePlan:
     cfg: TileConfig
     out_dtype: torch.dtype
 
+    def direct(self, x, w, bias) -> "GemmCall | None":
+        """For a packed x and w: a call by address, where the route has one."""
+        return None
+
 
 class FlatConvPlan(RoutePlan):
     """conv2d's plan where it gathers a flat K (gathers_flat): per call, x's im2col matrix
@@ -553,7 +552,7 @@ class GemmConvPlan(RoutePlan):
         return nchw_view(y, sh)
 
     def direct(self, x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None) -> "GemmCall | None":
-        """For a packed x and w (conv2d's _direct): zoo.mm's plan for x's (N*H*W, C) matrix
+        """For a packed x and w: zoo.mm's plan for x's (N*H*W, C) matrix
         times w's (K, C) rows transposed, making its output in the final (N, K, P, Q)
         channels-last shape; None where zoo.mm would read either from a copy."""
         sh = self.shape

@@ -174,10 +174,10 @@ def _sm90_bias_epilogue(c: cfgs.TileConfig) -> bool:
 
 
 def _sm90_row_sums(c: cfgs.TileConfig) -> bool:
-    """The kernel's ROW_SUMS builds: at most 128 accumulators a consumer thread (4 more a row
-    block; 128x192ppc2 spilled with two registers more), no swap-AB (A is not read column-major
-    there), no FP8 promotion."""
-    return c.warp_m * c.warp_n // 128 <= 128 and not c.swap_ab and not c.promote
+    """The kernel's ROW_SUMS builds: the slices the bias epilogue takes (at most 128
+    accumulators a thread; 4 more a row block, and 128x192ppc2 spilled with two registers
+    more), no swap-AB (A is not read column-major there), no FP8 promotion."""
+    return _sm90_bias_epilogue(c) and not c.swap_ab and not c.promote
 
 
 SM90_ROW_SUMS_BYTES = 256 + 128  # the kernel's ONES_BYTES: 256 B of ones on a 128-byte boundary
