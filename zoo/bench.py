@@ -203,7 +203,9 @@ def wall_side_by_side(fns: dict[str, Callable[[int], object]], sets: int, warmup
                       progress: Callable[[int], None] | None = None, calls: int = 50) -> dict[str, Timing]:
     """Wall-clock time per call of each fn(set_index): `calls` calls back to back, then a
     synchronize, so each sample counts the host's work and the device's, whichever is longer
-    (as a user's loop sees them); the fns take turns, sample by sample. Times in ms per call."""
+    (as a user's loop sees them); the fns take turns, sample by sample, in an order reversed
+    every other round (whichever runs first after another's synchronize, each does as often).
+    Times in ms per call."""
     import time
     for i in range(warmup):
         for fn in fns.values():
@@ -211,8 +213,9 @@ def wall_side_by_side(fns: dict[str, Callable[[int], object]], sets: int, warmup
     torch.cuda.synchronize()
     samples = {name: [] for name in fns}
     done = 0  # calls so far: the sets advance call by call, across the fns (as time_side_by_side's)
+    order = list(fns.items())
     for i in range(iters):
-        for name, fn in fns.items():
+        for name, fn in (order if i % 2 == 0 else order[::-1]):
             start = time.perf_counter()
             for j in range(calls):
                 fn((done + j) % sets)

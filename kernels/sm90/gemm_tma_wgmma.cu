@@ -845,7 +845,7 @@ __device__ __forceinline__ void scale_accumulators(float (&acc)[M_SUBS][ACC_REGS
 // Blockwise: the scales of K-tile kt as loaded, sa(row, kt) of each of this thread's rows and
 // sb(kt, col_block) of its consumer's columns (one 128-wide block); 1 for the other recipes,
 // whose scales wait for the epilogue; 0 past M, N or K. Their product is taken where it is
-// used (block_factors): taken here, it waited for the loads on the spot (NOTES.md).
+// used (add_promoted): taken here, it waited for the loads on the spot (NOTES.md).
 struct BlockScales {
   float a[M_SUBS][2];
   float b;
@@ -866,17 +866,6 @@ __device__ __forceinline__ void load_block_scales(BlockScales& f, const Scales& 
                                     : 0.f;
     }
 }
-// The factors of the set of this K-tile's parity: chosen element by element (a set chosen
-// whole, by reference, went to local memory).
-__device__ __forceinline__ void block_factors(float (&f)[M_SUBS][2], const BlockScales& even, const BlockScales& odd,
-                                              bool is_odd) {
-  const float b = is_odd ? odd.b : even.b;
-#pragma unroll
-  for (int s = 0; s < M_SUBS; ++s)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) f[s][h] = (is_odd ? odd.a[s][h] : even.a[s][h]) * b;
-}
-
 // Promotion (PROMOTE): a K-tile's MMAs from stage descriptors a, b into `part` (overwritten),
 // and its sums times the K-tile's block scales f (1 but for the blockwise recipe) added into
 // acc in fp32 once they are done.
@@ -888,8 +877,13 @@ __device__ __forceinline__ void issue_promoted(float (&part)[R][N], unsigned lon
 }
 template <int R, int N>
 __device__ __forceinline__ void add_promoted(float (&acc)[M_SUBS][ACC_REGS], float (&part)[R][N],
-                                             const float (&f)[M_SUBS][2]) {
+                                             const BlockScales& scales) {
   fence_accumulators(part);
+  float f[M_SUBS][2];
+#pragma unroll
+  for (int s = 0; s < M_SUBS; ++s)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) f[s][h] = scales.a[s][h] * scales.b;
 #pragma unroll
   for (int s = 0; s < R; ++s)
 #pragma unroll
@@ -996,12 +990,12 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       // while the other is added, made ptxas wait for every wgmma before the next: reading a
       // set while another group is pending is more than it tracks.)
       zero_accumulators(acc);
-      // A K-tile's block scales are loaded two K-tiles ahead, into the set of its parity (the
-      // even and odd K-tiles' sets take turns: a register move from one set to the other would
-      // wait for the loads). Loaded one K-tile ahead and multiplied at once, the product waited
-      // for them right there: ncu put 53% of the blockwise build's stalls on it (8192^3;
-      // NOTES.md). Now the product waits (its FSELs read both sets) once the K-tile's MMAs are
-      // issued: a K-tile after the other set's loads, two after this one's.
+      // A K-tile's block scales are loaded two K-tiles ahead, into the set of its parity, and
+      // the loop takes K-tiles in pairs, so each K-tile reads its own set only: the even and odd
+      // sets' loads have a whole K-tile of the other parity to land in. Loaded one K-tile ahead
+      // and multiplied at once, the product waited for them right there (ncu: 53% of the
+      // blockwise build's stalls, 8192^3); one loop body choosing between the sets element by
+      // element (FSEL) waited for the set loaded a K-tile before (NOTES.md).
       BlockScales even, odd;
       // One block scale of B per consumer: a slice wider than a block (128x192p) serves the
       // per-tensor and per-row recipes only (registry.serves and zoo.scaled_mm refuse the
@@ -1009,8 +1003,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       const int col_block = (tile_n * BN + wg_n0) / SCALE_BLOCK, row = tile_m * BM + thread_row;
       load_block_scales(even, sched.scales, row, col_block, w.kt_begin, w.g.M, w.g.N, w.g.K);
       load_block_scales(odd, sched.scales, row, col_block, w.kt_begin + 1, w.g.M, w.g.N, w.g.K);
-      for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
-        const bool is_odd = (kt - w.kt_begin) & 1;
+      auto k_tile = [&](int kt, BlockScales& set) {
         mbar_wait(full_bar + 8 * stage, phase);
         if (consumer == 1 || !first_issue) named_barrier(ORDER_BARRIER + consumer, 2 * WG_THREADS);
         first_issue = false;
@@ -1022,14 +1015,13 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
           named_barrier_arrive(ORDER_BARRIER + 1 - consumer, 2 * WG_THREADS);
         wgmma_wait<0>();
         release(empty_bar + 8 * stage, lane);
-        float f[M_SUBS][2];
-        block_factors(f, even, odd, is_odd);
-        add_promoted(acc, part, f);
-        if (is_odd)  // 0 past K
-          load_block_scales(odd, sched.scales, row, col_block, kt + 2, w.g.M, w.g.N, w.g.K);
-        else
-          load_block_scales(even, sched.scales, row, col_block, kt + 2, w.g.M, w.g.N, w.g.K);
+        add_promoted(acc, part, set);
+        load_block_scales(set, sched.scales, row, col_block, kt + 2, w.g.M, w.g.N, w.g.K);  // 0 past K
         if (++stage == STAGES) stage = 0, phase ^= 1;
+      };
+      for (int kt = w.kt_begin; kt < w.kt_end; kt += 2) {
+        k_tile(kt, even);
+        if (kt + 1 < w.kt_end) k_tile(kt + 1, odd);
       }
     }
     for (int kt = w.kt_begin; kt < (PROMOTE ? w.kt_begin : w.kt_end); ++kt) {  // unpromoted builds' loop
