@@ -220,8 +220,13 @@ constexpr bool ROW_SUMS = true;
 constexpr bool ROW_SUMS = false;
 #endif
 constexpr int ONES_BYTES = ROW_SUMS ? 256 + 128 : 0;  // zoo/specs/sm90_wgmma.py: SM90_ROW_SUMS_BYTES
+// Promoted FP8 builds stage the blockwise recipe's scales of a K-tile in shared memory beside
+// its stage, a slot a stage: sa of the tile's BM rows, then sb of the (at most 4) 128-wide
+// column blocks it spans. zoo/specs/sm90_wgmma.py: fp8_scale_bytes.
+constexpr int SCALE_SLOT_BYTES = BM * 4 + 16;
+constexpr int SCALE_BYTES = PROMOTE ? STAGES * SCALE_SLOT_BYTES : 0;
 constexpr int SMEM_BYTES =
-    ALIGN_SLACK + STAGES * STAGE_BYTES + EPI_BYTES + BARRIER_BYTES + SPLIT_FLAG_BYTES + ONES_BYTES;
+    ALIGN_SLACK + STAGES * STAGE_BYTES + EPI_BYTES + BARRIER_BYTES + SPLIT_FLAG_BYTES + ONES_BYTES + SCALE_BYTES;
 constexpr int K_STEPS = BK / MMA_K;                // wgmmas per K-tile
 static_assert(!ROW_SUMS || (A_M_MAJOR && !PROMOTE && M_SUBS * ACC_REGS <= 128),
               "row sums: A column-major, at most 128 accumulators a thread (more spilled)");
@@ -283,8 +288,8 @@ static_assert(CONSUMER_REGS >= (PROMOTE ? 2 : 1) * M_SUBS * ACC_REGS + (TF32 ? 5
 #endif
 #endif
 static_assert(!FP8 || !SWAP_AB, "the FP8 build has no swap-AB tiles");
-static_assert(!PROMOTE || (FP8 && !PINGPONG && CONSUMERS == 2),
-              "promotion is an FP8 build's, for two cooperative consumers taking turns");
+static_assert(!PROMOTE || (FP8 && !PINGPONG && CONSUMERS == 2 && BM % 32 == 0),
+              "promotion is an FP8 build's, for two cooperative consumers taking turns (and whole warps of scale rows)");
 static_assert(SMEM_BYTES == ZOO_SMEM_BYTES, "host smem formula (zoo/specs/sm90_wgmma.py) disagrees with the kernel");
 
 // Stores two adjacent outputs (row, col), (row, col + 1); `pair` when both are inside N and
@@ -842,30 +847,45 @@ __device__ __forceinline__ void scale_accumulators(float (&acc)[M_SUBS][ACC_REGS
         for (int h = 0; h < 2; ++h) acc[s][4 * j + 2 * h + e] *= sa[s][h] * sb;
     }
 }
-// Blockwise: the scales of K-tile kt as loaded, sa(row, kt) of each of this thread's rows and
-// sb(kt, col_block) of its consumer's columns (one 128-wide block); 1 for the other recipes,
-// whose scales wait for the epilogue; 0 past M, N or K. Their product is taken where it is
-// used (add_promoted): taken here, it waited for the loads on the spot (NOTES.md).
-struct BlockScales {
-  float a[M_SUBS][2];
-  float b;
-};
-__device__ __forceinline__ void load_block_scales(BlockScales& f, const Scales& sc, int row0, int col_block,
-                                                  int kt, int M, int N, int K) {
-  const bool live = sc.block && col_block * SCALE_BLOCK < N && kt * SCALE_BLOCK < K;
-  f.b = !sc.block ? 1.f
-        : live ? __ldg(sc.b + static_cast<long long>(kt) * sc.b_k + static_cast<long long>(col_block) * sc.b_col)
-               : 0.f;
+// Blockwise: the producer warpgroup's second warp stages each K-tile's scales in its stage's
+// slot, sa(row, kt) of the tile's BM rows and sb(kt, block) of the 128-wide column blocks from
+// the tile's first on (0 past M, N), by cp.async, each lane counting as one arrival on the
+// stage's full barrier once its copies land: the consumers find them with the K-tile's
+// operands. Read from global memory by the consumers, a K-tile ahead or two, they waited for
+// them on every K-tile (ncu: 41-53% of the blockwise build's stalls on L1TEX, 8192^3; NOTES.md).
+template <typename OutT>
+__device__ __forceinline__ void stage_block_scales(const Scheduler<OutT>& sched, unsigned full_bar,
+                                                   unsigned empty_bar, unsigned scale_smem, int lane) {
+  const Scales& sc = sched.scales;
+  int stage = 0;
+  unsigned phase = 0;
+  for (int unit = sched.first(); unit < sched.units; unit += sched.step) {
+    const Work<OutT> w = sched.work(unit);
+    // This lane's rows lane + 32 i of the tile and its column block (lanes 0-3), at K-tile
+    // kt_begin, stepped along K (the producer warpgroup has 40 registers a thread).
+    const int rows = w.g.M - w.tile_m * BM - lane;  // this lane's row i is inside M if 32 i < rows
+    const float* a = sc.a + (w.tile_m * BM + lane) * static_cast<long long>(sc.a_row) +
+                     w.kt_begin * static_cast<long long>(sc.a_k);
+    const int block = w.tile_n * BN / SCALE_BLOCK + lane;
+    const bool b_live = lane < 4 && block * SCALE_BLOCK < w.g.N;
+    const float* b = sc.b + (b_live ? w.kt_begin * static_cast<long long>(sc.b_k) + block * static_cast<long long>(sc.b_col) : 0);
+    for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+      mbar_wait(empty_bar + 8 * stage, phase ^ 1);  // the slot's last K-tile is consumed
+      const unsigned dst = scale_smem + stage * SCALE_SLOT_BYTES + 4 * lane;
 #pragma unroll
-  for (int s = 0; s < M_SUBS; ++s)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = row0 + 64 * s + 8 * h;
-      f.a[s][h] = !sc.block ? 1.f
-                  : row < M && live ? __ldg(sc.a + static_cast<long long>(row) * sc.a_row + static_cast<long long>(kt) * sc.a_k)
-                                    : 0.f;
+      for (int i = 0; i < BM / 32; ++i) {
+        const bool live = 32 * i < rows;
+        cp_async_4(dst + 128 * i, live ? a + 32 * i * static_cast<long long>(sc.a_row) : sc.a, live ? 4 : 0);
+      }
+      if (lane < 4) cp_async_4(dst + BM * 4, b, b_live ? 4 : 0);
+      a += sc.a_k;
+      if (b_live) b += sc.b_k;
+      cp_async_arrive(full_bar + 8 * stage);
+      if (++stage == STAGES) stage = 0, phase ^= 1;
     }
+  }
 }
+
 // Promotion (PROMOTE): a K-tile's MMAs from stage descriptors a, b into `part` (overwritten),
 // and its sums times the K-tile's block scales f (1 but for the blockwise recipe) added into
 // acc in fp32 once they are done.
@@ -877,13 +897,8 @@ __device__ __forceinline__ void issue_promoted(float (&part)[R][N], unsigned lon
 }
 template <int R, int N>
 __device__ __forceinline__ void add_promoted(float (&acc)[M_SUBS][ACC_REGS], float (&part)[R][N],
-                                             const BlockScales& scales) {
+                                             const float (&f)[M_SUBS][2]) {
   fence_accumulators(part);
-  float f[M_SUBS][2];
-#pragma unroll
-  for (int s = 0; s < M_SUBS; ++s)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) f[s][h] = scales.a[s][h] * scales.b;
 #pragma unroll
   for (int s = 0; s < R; ++s)
 #pragma unroll
@@ -898,7 +913,7 @@ constexpr int ORDER_BARRIER = 1 + CONSUMERS;
 template <bool BF16, typename OutT>
 __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsigned epi_smem,
                                         unsigned full_bar, unsigned empty_bar, unsigned ones_smem,
-                                        const Scheduler<OutT>& sched, int consumer,
+                                        unsigned scale_smem, const Scheduler<OutT>& sched, int consumer,
                                         float* workspace, int* counters,
                                         volatile int* split_flags) {
   setmaxnreg_inc<CONSUMER_REGS>();
@@ -990,21 +1005,24 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       // while the other is added, made ptxas wait for every wgmma before the next: reading a
       // set while another group is pending is more than it tracks.)
       zero_accumulators(acc);
-      // A K-tile's block scales are loaded two K-tiles ahead, into the set of its parity, and
-      // the loop takes K-tiles in pairs, so each K-tile reads its own set only: the even and odd
-      // sets' loads have a whole K-tile of the other parity to land in. Loaded one K-tile ahead
-      // and multiplied at once, the product waited for them right there (ncu: 53% of the
-      // blockwise build's stalls, 8192^3); one loop body choosing between the sets element by
-      // element (FSEL) waited for the set loaded a K-tile before (NOTES.md).
-      BlockScales even, odd;
-      // One block scale of B per consumer: a slice wider than a block (128x192p) serves the
-      // per-tensor and per-row recipes only (registry.serves and zoo.scaled_mm refuse the
-      // block recipe on it).
-      const int col_block = (tile_n * BN + wg_n0) / SCALE_BLOCK, row = tile_m * BM + thread_row;
-      load_block_scales(even, sched.scales, row, col_block, w.kt_begin, w.g.M, w.g.N, w.g.K);
-      load_block_scales(odd, sched.scales, row, col_block, w.kt_begin + 1, w.g.M, w.g.N, w.g.K);
-      auto k_tile = [&](int kt, BlockScales& set) {
+      // The blockwise recipe's scales of a K-tile wait in its stage's slot
+      // (stage_block_scales), read before its MMAs are issued; 1 for the other recipes, whose
+      // scales wait for the epilogue (read all the same, and not used: a branch in the K loop
+      // can break ptxas's wgmma batching).
+      const bool block = sched.scales.block;
+      // The column block of this consumer's slice, counted from the tile's first: a slice wider
+      // than a block (128x192p) serves the per-tensor and per-row recipes only (registry.serves
+      // and zoo.scaled_mm refuse the block recipe on it).
+      const int b_slot = (tile_n * BN + wg_n0) / SCALE_BLOCK - tile_n * BN / SCALE_BLOCK;
+      for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
         mbar_wait(full_bar + 8 * stage, phase);
+        const unsigned slot = scale_smem + stage * SCALE_SLOT_BYTES;
+        float sa[M_SUBS][2];
+#pragma unroll
+        for (int s = 0; s < M_SUBS; ++s)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) sa[s][h] = __uint_as_float(ld_shared_u32(slot + 4 * (thread_row + 64 * s + 8 * h)));
+        const float sb = __uint_as_float(ld_shared_u32(slot + BM * 4 + 4 * b_slot));
         if (consumer == 1 || !first_issue) named_barrier(ORDER_BARRIER + consumer, 2 * WG_THREADS);
         first_issue = false;
         wgmma_fence();
@@ -1013,15 +1031,15 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
         // The other consumer's turn, unless this was consumer 1's last issue of the grid.
         if (consumer == 0 || kt + 1 < w.kt_end || unit + sched.step < sched.units)
           named_barrier_arrive(ORDER_BARRIER + 1 - consumer, 2 * WG_THREADS);
+        float f[M_SUBS][2];  // taken before the release: the slot may be refilled after it
+#pragma unroll
+        for (int s = 0; s < M_SUBS; ++s)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) f[s][h] = block ? sa[s][h] * sb : 1.f;
         wgmma_wait<0>();
         release(empty_bar + 8 * stage, lane);
-        add_promoted(acc, part, set);
-        load_block_scales(set, sched.scales, row, col_block, kt + 2, w.g.M, w.g.N, w.g.K);  // 0 past K
+        add_promoted(acc, part, f);
         if (++stage == STAGES) stage = 0, phase ^= 1;
-      };
-      for (int kt = w.kt_begin; kt < w.kt_end; kt += 2) {
-        k_tile(kt, even);
-        if (kt + 1 < w.kt_end) k_tile(kt + 1, odd);
       }
     }
     for (int kt = w.kt_begin; kt < (PROMOTE ? w.kt_begin : w.kt_end); ++kt) {  // unpromoted builds' loop
@@ -1182,6 +1200,10 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
   volatile int* const split_flags = reinterpret_cast<volatile int*>(
       smem_raw + (empty_bar + STAGES * 8 - smem_u32(smem_raw)));
   const unsigned ones_smem = (empty_bar + STAGES * 8 + SPLIT_FLAG_BYTES + 127) & ~127u;  // 256 B
+  // PROMOTE (no ones): a scale slot a stage after the flags (16-byte aligned: the barriers are).
+  const unsigned scale_smem = empty_bar + STAGES * 8 + SPLIT_FLAG_BYTES;
+  // The blockwise recipe's scales are staged (stage_block_scales): 32 more arrivals a K-tile.
+  const bool staged_scales = PROMOTE && sched.scales.block;
 
   // Broadcast from lane 0: the compiler then knows it is warp-uniform and keeps what derives
   // from it (each consumer's wgmma descriptors, ring stage and phase) in uniform registers,
@@ -1201,7 +1223,7 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
       if (sched.single.c_tma) tma_prefetch_descriptor(sched.single.c);
     }
     for (int s = 0; s < STAGES; ++s) {
-      mbar_init(full_bar + 8 * s, 1);                              // the producer's expect_tx
+      mbar_init(full_bar + 8 * s, staged_scales ? 1 + 32 : 1);    // the producer's expect_tx (+ the scales')
       mbar_init(empty_bar + 8 * s, CLUSTER * SLICES * 4);  // the warps reading it, cluster-wide
     }
     mbar_init_fence();
@@ -1293,10 +1315,12 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
           if (++stage == STAGES) stage = 0, phase ^= 1;
         }
       }
+    } else if (staged_scales && threadIdx.x / 32 == 1) {
+      stage_block_scales(sched, full_bar, empty_bar, scale_smem, threadIdx.x % 32);
     }
   } else {
-    consume<BF16>(a_smem, b_smem, epi_smem, full_bar, empty_bar, ones_smem, sched, warpgroup - 1, workspace,
-                  counters, split_flags);
+    consume<BF16>(a_smem, b_smem, epi_smem, full_bar, empty_bar, ones_smem, scale_smem, sched, warpgroup - 1,
+                  workspace, counters, split_flags);
     // Only the consumers, which leave last: a producer warp whose idle lanes waited here would
     // stall its issuing lane until the grid before had finished (NOTES.md, "The streams
     // mode's launches").

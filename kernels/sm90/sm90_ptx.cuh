@@ -55,6 +55,16 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
   } while (!done);
 }
 
+// ---- cp.async (LDGSTS): 4 bytes from global into shared memory, zero-filled where `bytes` is
+// 0, tracked by an mbarrier: cp_async_arrive makes the barrier count one arrival of this thread
+// once all of its earlier cp.async copies have landed (.noinc: the init count includes it).
+__device__ __forceinline__ void cp_async_4(unsigned dst, const void* src, unsigned bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_arrive(unsigned bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
+}
+
 // ---- TMA: one box from global memory into shared memory, completing on an mbarrier.
 // Coordinates are (column, row, matrix) of the box's first element; parts outside the tensor
 // are zero-filled and still counted in the barrier's transaction bytes.

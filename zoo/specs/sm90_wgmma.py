@@ -296,8 +296,14 @@ SM90_CONV = replace(
 FP8_SWIZZLE_COLS = 128       # one-byte elements in one 128-byte swizzled row: an FP8 K-tile
 
 
+def fp8_scale_bytes(c: cfgs.TileConfig) -> int:
+    """The kernel's SCALE_BYTES: a promoted build's slots of the blockwise recipe's scales, one
+    a stage (sa of block_m rows, 16 B for sb)."""
+    return c.stages * (c.block_m * 4 + 16) if c.promote else 0
+
+
 def _fp8_smem(c: cfgs.TileConfig) -> int:
-    return _sm90_smem_bytes(c, 1)
+    return _sm90_smem_bytes(c, 1) + fp8_scale_bytes(c)
 
 
 def _fp8_rules(c: cfgs.TileConfig) -> list[str]:
