@@ -47,7 +47,12 @@ def test_torchs_scaled_mm_computes_the_dequantized_product(recipe):
     a, w = operands(seed=1)
     qa, sa = fp8.quantize(a, recipe, operand="a")
     qb, sb = fp8.quantize(w.t(), recipe, operand="b")
-    y = torch._scaled_mm(qa, qb, sa, sb, out_dtype=torch.float32)
+    try:
+        y = torch._scaled_mm(qa, qb, sa, sb, out_dtype=torch.float32)
+    except RuntimeError as exc:  # torch 2.11's CPU kernel: "only supports per-tensor scaling"
+        if "per-tensor" not in str(exc):
+            raise
+        pytest.skip(f"torch {torch.__version__}'s CPU _scaled_mm takes per-tensor scales only")
     ref = fp8.dequantize(qa, sa, recipe, "a") @ fp8.dequantize(qb, sb, recipe, "b")
     err = ((y - ref).norm() / ref.norm()).item()
     assert err < 1e-5, err

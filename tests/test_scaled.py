@@ -152,6 +152,32 @@ def test_scaled_mm_matches_float64_as_closely_as_torch(recipe, out_dtype, fast):
 
 @pytest.mark.gpu
 @gpu
+@pytest.mark.parametrize("m, n, k, splits", [(4096, 4096, 1024, 1), (200, 384, 8192, 8), (77, 592, 2048, 2),
+                                             (1000, 640, 4096, 3)])
+def test_block_scales_staged_per_k_tile_are_each_tiles_own(m, n, k, splits):
+    """The block recipe's scales staged with each K-tile (stage_block_scales), where torch's
+    blockwise cannot check them: a CTA's several tiles (4096^2: 1024 tiles), K slices (split-K;
+    the count asserted from the plan) and N past the last whole 128-column block (592, which
+    torch refuses). Every block's scale far from its neighbours' (0.05-20): a scale taken from
+    another K-tile, row or column block is off by O(1), not by rounding."""
+    g = torch.Generator(device="cuda").manual_seed(5)
+    kb, nb = k // 128, -(-n // 128)
+    spread = lambda *shape: torch.exp(torch.empty(*shape, device="cuda").uniform_(-3, 3, generator=g))  # noqa: E731
+    a = torch.randn(m, k, device="cuda", generator=g) * spread(m, kb).repeat_interleave(128, dim=1)
+    w = torch.randn(nb * 128, k, device="cuda", generator=g) * \
+        spread(nb, kb).repeat_interleave(128, dim=0).repeat_interleave(128, dim=1)
+    qa, sa = fp8.quantize(a, "block", operand="a")
+    qb_whole, sb = fp8.quantize(w.t(), "block", operand="b")  # whole blocks, then N's first n columns
+    qb = qb_whole[:, :n]
+    plan = scaled.plan(qa, qb, sa, sb, None, torch.float32, False)
+    assert (plan.launch.split_k is not None) == (splits > 1) and plan.launch.choice[1] == "128x128p"
+    y = zoo.scaled_mm(qa, qb, sa, sb, out_dtype=torch.float32)
+    ref = fp8.dequantize(qa, sa, "block", "a").double() @ fp8.dequantize(qb_whole, sb, "block", "b").double()[:, :n]
+    assert ((y.double() - ref).norm() / ref.norm()).item() <= FLOOR[torch.float32]
+
+
+@pytest.mark.gpu
+@gpu
 @pytest.mark.parametrize("recipe", ["tensor", "row"])
 @pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float32])
 def test_the_wider_promoted_tile_matches_float64_as_closely_as_torch(recipe, out_dtype):

@@ -1031,7 +1031,9 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
         // The other consumer's turn, unless this was consumer 1's last issue of the grid.
         if (consumer == 0 || kt + 1 < w.kt_end || unit + sched.step < sched.units)
           named_barrier_arrive(ORDER_BARRIER + 1 - consumer, 2 * WG_THREADS);
-        float f[M_SUBS][2];  // taken before the release: the slot may be refilled after it
+        // The slot is refilled once the stage is released (lane 0 of each warp, after the
+        // wgmma wait): its LDS were issued before the MMAs, as the TF32 build's fragment loads.
+        float f[M_SUBS][2];
 #pragma unroll
         for (int s = 0; s < M_SUBS; ++s)
 #pragma unroll
