@@ -198,7 +198,7 @@ def test_fp8_bench_leaves_out_torchs_time_where_torchs_answer_is_wrong(monkeypat
         off = k == 11008
         return {"timings": {"zoo": bench.Timing([0.02]), "torch": bench.Timing([0.03 if off else 0.01])},
                 "error": 1.7e-3, "torch_error": 0.1 if off else 1.7e-3, "bound": 4e-3 if off else 3.4e-3,
-                "ok": True, "torch_off": off, "kernel": "sm90_scaled_fp8", "config": "128x128p"}
+                "ok": True, "torch_wrong": off, "kernel": "sm90_scaled_fp8", "config": "128x128p"}
     monkeypatch.setattr(run_cmd.tuner, "measure_scaled", measure)
     out = tmp_path / "fp8.json"
     args = argparse.Namespace(json=str(out), out_dtype=None, kernel=None, all_kernels=False, tf32=False,

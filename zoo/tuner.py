@@ -176,7 +176,7 @@ def measure_scaled(device_index: int, m: int, n: int, k: int, recipe: str, out_d
     verified against float64 of the dequantized inputs, within 2x torch's own error (the
     output dtype's rounding where torch's is not finite or refused, as for its blockwise
     fast accumulation, or past that rounding). Returns the timings, errors, the zoo's config
-    and torch_off: torch's answer was past the output dtype's rounding (its blockwise recipe
+    and torch_wrong: torch's answer was past the output dtype's rounding (its blockwise recipe
     where K / 128 is no multiple of 4, on torch 2.11: NOTES.md), so its time is not comparable."""
     from . import fp8, scaled
     limits = gemm.device_limits(device_index)
@@ -208,4 +208,4 @@ def measure_scaled(device_index: int, m: int, n: int, k: int, recipe: str, out_d
     timings = timer(fns, sets, warmup, iters, **({"graph": True, "lead_cycles": bench.lead_cycles(limits)}
                                                  if graph else {}))
     return {"timings": timings, "error": mine, "torch_error": theirs, "bound": bound, "ok": mine <= bound,
-            "torch_off": theirs == theirs and theirs >= floor, "kernel": choice[0], "config": choice[1]}
+            "torch_wrong": theirs == theirs and theirs >= floor, "kernel": choice[0], "config": choice[1]}

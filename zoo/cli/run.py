@@ -265,14 +265,14 @@ def _scaled(args, groups: dict, command: str) -> int:
                 flops = 2 * m * n * k
                 mine, ref = r["timings"]["zoo"], r["timings"].get("torch")
                 # torch's time counts only where its answer is right (not in the geometric mean else)
-                pct = 100 * ref.median_ms / mine.median_ms if ref and not r["torch_off"] else None
+                pct = 100 * ref.median_ms / mine.median_ms if ref and not r["torch_wrong"] else None
                 if pct:
                     ratios.append(pct)
                 if not r["ok"]:
                     failed.append(f"{m}x{n}x{k}")
                 table.add_row(suite, str(m), str(n), str(k), r["config"], f"{mine.median_ms:.4f}",
                               f"{mine.tflops(flops):.1f}", f"{ref.tflops(flops):.1f}" if ref else "refused",
-                              f"{pct:.1f}%" if pct else "[yellow]torch wrong[/]" if r["torch_off"] else "-",
+                              f"{pct:.1f}%" if pct else "[yellow]torch wrong[/]" if r["torch_wrong"] else "-",
                               f"{r['error']:.1e}", f"{r['torch_error']:.1e}",
                               "[green]yes[/]" if r["ok"] else "[red]NO[/]")
                 rows.append({"suite": suite, "m": m, "n": n, "k": k, "kernel": r["kernel"], "config": r["config"],
@@ -280,7 +280,7 @@ def _scaled(args, groups: dict, command: str) -> int:
                              "torch_median_ms": ref.median_ms if ref else None,
                              "torch_tflops": ref.tflops(flops) if ref else None, "pct_of_torch": pct,
                              "error": r["error"], "torch_error": r["torch_error"], "bound": r["bound"],
-                             "torch_wrong": r["torch_off"], "verified": r["ok"]})
+                             "torch_wrong": r["torch_wrong"], "verified": r["ok"]})
                 progress.advance(task)
             if ratios:
                 table.add_row(suite, "", "", "", "[bold]geometric mean[/]", "", "", "", f"[bold]{bench.geomean(ratios):.1f}%[/]",
