@@ -3,6 +3,7 @@ its SASS (CPU), its errors before any launch, and on a Hopper GPU its results fo
 output dtype and accumulation against float64 of the dequantized inputs, with a bound taken
 from torch._scaled_mm's own error on the same inputs."""
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -40,15 +41,25 @@ def test_fp8_config_rules():
     assert any("do not fit" in p for p in configs.problems(wide, FP8, H100))
     wider = FP8.config("128x192p")  # 2 x 96 accumulators: fits; a slice of 192 columns spans two scale blocks
     assert configs.problems(wider, FP8, H100) == []
-    assert registry.serves(FP8, wider, fp8_problem(4096, 4096, 4096)) and \
-        not registry.serves(FP8, wider, fp8_problem(4096, 4096, 4096, block=True))
+    blockwise = FP8.config("128x128pb")  # the blockwise recipe's build serves that recipe alone, and only it
+    assert configs.problems(blockwise, FP8, H100) == []
+    for c in (good, wider):
+        assert registry.serves(FP8, c, fp8_problem(4096, 4096, 4096)) and \
+            not registry.serves(FP8, c, fp8_problem(4096, 4096, 4096, block=True))
+    assert registry.serves(FP8, blockwise, fp8_problem(4096, 4096, 4096, block=True)) and \
+        not registry.serves(FP8, blockwise, fp8_problem(4096, 4096, 4096))
+    assert "name a config with block_scales: 1" in registry.fp8_refusal(good, fp8_problem(64, 64, 128, block=True))
+    assert "name a config with block_scales: 0" in registry.fp8_refusal(blockwise, fp8_problem(64, 64, 128))
     for m, n, k in ((8192, 8192, 8192), (4096, 4096, 4096), (16384, 4096, 4096), (128, 4096, 4096)):
-        assert 128 % registry.select(H100, fp8_problem(m, n, k, block=True), op="scaled")[1].warp_n == 0
+        assert registry.select(H100, fp8_problem(m, n, k, block=True), op="scaled")[1] == blockwise
+    assert any("warp_n must divide it" in p for p in configs.problems(replace(wider, block_scales=1), FP8, H100))
+    assert any("block_scales needs promote: 1" in p for p in
+               configs.problems(replace(FP8.config("128x128"), block_scales=1), FP8, H100))
     # promoted_choice: the wider tile where its tiles fill three waves (measured faster there), else 128x128p
     for m, n, k, expected in ((4096, 4096, 4096, wider), (8192, 8192, 8192, wider), (1024, 11008, 4096, wider),
                               (1024, 4096, 4096, good), (128, 11008, 4096, good), (256, 11008, 4096, good)):
         assert registry.select(H100, fp8_problem(m, n, k), op="scaled")[1] == expected, (m, n, k)
-        assert registry.select(H100, fp8_problem(m, n, k, block=True), op="scaled")[1] == good
+        assert registry.select(H100, fp8_problem(m, n, k, block=True), op="scaled")[1] == blockwise
     assert registry.select(H100, fp8_problem(256, 11008, 4096), op="scaled", config_name="128x192p")[1] == wider
     short = configs.TileConfig("s", 128, 128, 64, 64, 128, 6, 384)
     assert any("block_k 64 must be 128" in p for p in configs.problems(short, FP8, H100))
@@ -58,6 +69,7 @@ def test_fp8_config_rules():
 
 
 @pytest.mark.parametrize("name, mma", [("128x128p", "QGMMA.64x128x32.F32.E4M3.E4M3"),
+                                       ("128x128pb", "QGMMA.64x128x32.F32.E4M3.E4M3"),
                                        ("128x192p", "QGMMA.64x192x32.F32.E4M3.E4M3"),
                                        ("128x256", "QGMMA.64x256x32.F32.E4M3.E4M3")])
 def test_fp8_sass_is_e4m3_wgmma_without_local_memory(name, mma):
@@ -69,12 +81,14 @@ def test_fp8_sass_is_e4m3_wgmma_without_local_memory(name, mma):
     # issued back to back: ptxas waits for each wgmma before the next where it cannot prove
     # the registers safe (a WARPGROUP.DEPBAR per wgmma; NOTES.md, "FP8 on Hopper")
     assert ops.get("WARPGROUP.DEPBAR.LE", 0) <= 2
-    # promoted builds stage the blockwise scales in shared memory by cp.async, counted on the
+    # the blockwise build stages its scales in shared memory by cp.async, counted on the
     # K-tile's full barrier (stage_block_scales), rather than each consumer loading them
-    assert ("LDGSTS.E" in ops and "ARRIVES.LDGSTSBAR.64.ARVCNT" in ops) == bool(cfg.promote)
+    assert ("LDGSTS.E" in ops and "ARRIVES.LDGSTSBAR.64.ARVCNT" in ops) == bool(cfg.block_scales)
     assert not any(op.startswith(("HGMMA", "HMMA", "LDL", "STL")) for op in ops)
-    # promotion: each K-tile's 64 sums added into fp32 registers (FFMA with the block scale)
-    assert (ops.get("FFMA", 0) >= 64) == bool(cfg.promote)
+    # promotion: each K-tile's sums added into fp32 registers times the K-tile's scales in the
+    # blockwise build (FFMA); plainly in the others' (FADD: no scale read or multiply between
+    # a consumer's MMAs and its next issue), which have no FFMA at all
+    assert (ops.get("FFMA", 0) >= cfg.warp_n // 2) == bool(cfg.block_scales)
 
 
 def test_scaled_mm_refuses_before_launching():
@@ -170,7 +184,7 @@ def test_block_scales_staged_per_k_tile_are_each_tiles_own(m, n, k, splits):
     qb_whole, sb = fp8.quantize(w.t(), "block", operand="b")  # whole blocks, then N's first n columns
     qb = qb_whole[:, :n]
     plan = scaled.plan(qa, qb, sa, sb, None, torch.float32, False)
-    assert (plan.launch.split_k is not None) == (splits > 1) and plan.launch.choice[1] == "128x128p"
+    assert (plan.launch.split_k is not None) == (splits > 1) and plan.launch.choice[1] == "128x128pb"
     y = zoo.scaled_mm(qa, qb, sa, sb, out_dtype=torch.float32)
     ref = fp8.dequantize(qa, sa, "block", "a").double() @ fp8.dequantize(qb_whole, sb, "block", "b").double()[:, :n]
     assert ((y.double() - ref).norm() / ref.norm()).item() <= FLOOR[torch.float32]
@@ -182,8 +196,8 @@ def test_block_scales_staged_per_k_tile_are_each_tiles_own(m, n, k, splits):
 @pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float32])
 def test_the_wider_promoted_tile_matches_float64_as_closely_as_torch(recipe, out_dtype):
     """128x192p (2 consumers of 64 x 192, promoted): per tensor and per row, odd shapes and a
-    long K, within torch's bound; the block recipe is refused on it (a consumer's columns
-    would span two blocks of B's scales)."""
+    long K, within torch's bound; the block recipe is refused on it (not its build: a
+    consumer's columns would span two blocks of B's scales)."""
     for m, n, k in ((256, 576, 384), (77, 384, 256), (300, 16 * 37, 512), (1000, 2048, 1024), (128, 256, 16384)):
         qa, qb, sa, sb = operands(m, n, k, recipe)
         y = zoo.scaled_mm(qa, qb, sa, sb, out_dtype=out_dtype, config="128x192p")
@@ -194,7 +208,7 @@ def test_the_wider_promoted_tile_matches_float64_as_closely_as_torch(recipe, out
         bound = 2 * theirs if math.isfinite(theirs) and theirs < FLOOR[out_dtype] else FLOOR[out_dtype]
         assert error(y, qa, qb, sa, sb, recipe) <= bound, (m, n, k, theirs)
     qa, qb, sa, sb = operands(256, 512, 384, "block")
-    with pytest.raises(ZooError, match="more than one"):
+    with pytest.raises(ZooError, match="is not the blockwise recipe's build"):
         zoo.scaled_mm(qa, qb, sa, sb, config="128x192p")
 
 

@@ -161,7 +161,7 @@ def _check_out(out: torch.Tensor, a: torch.Tensor, b: torch.Tensor, m: int, n: i
 
 
 # The sm_90a entries' bias pointer: the argument after C (maps A, B, C, c_tma, C, bias, ...);
-# the FP8 entries' scale pointers follow it (scale_a, scale_b, four strides, the block flag).
+# the FP8 entries' scale pointers follow it (scale_a, scale_b, four strides).
 BIAS_SLOT = 5
 SCALE_SLOTS = (6, 7)
 ROW_SUMS_SLOT = 6  # sm90 GEMM entries: the row sums' address, after the bias (KernelSpec.row_sums)
@@ -652,8 +652,8 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
     mode's next GEMM): it goes as that one's programmatic dependent and starts without waiting
     for it (NOTES.md, "The streams mode's launches"). a_col, b_col: a, b read column-major
     (their column strides lda, ldb; KernelSpec.layouts). scales: a scaled GEMM's (spec.op
-    "scaled") scale_a and scale_b addresses, their four strides and the block flag
-    (zoo/scaled.py; the kernel's Scales). row_sums: A's rows summed over K too, where the
+    "scaled") scale_a and scale_b addresses and their four strides (zoo/scaled.py; the
+    kernel's Scales; the config says whether it is the blockwise recipe's build). row_sums: A's rows summed over K too, where the
     config has that build and the launch no split-K or stream-K (Launch.row_sums_slot says
     whether it got it; fire_at's row_sums_ptr, where they go)."""
     batch = c.shape[0] if c.dim() == 3 else 1
@@ -707,9 +707,9 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
             if spec.op == "gemm":  # the entry's row-sums address (0: none)
                 args.insert(ROW_SUMS_SLOT, (0, cuda.POINTER))
             if spec.op == "scaled":
-                pa, pb, *strides, block = scales
+                pa, pb, *strides = scales
                 args[SCALE_SLOTS[0]:SCALE_SLOTS[0]] = [(pa, cuda.POINTER), (pb, cuda.POINTER),
-                                                       *((v, cuda.INT32) for v in strides), (block, cuda.INT32)]
+                                                       *((v, cuda.INT32) for v in strides)]
         else:
             args = [(a.data_ptr(), cuda.POINTER), (b.data_ptr(), cuda.POINTER), (c.data_ptr(), cuda.POINTER),
                     (m, cuda.INT32), (n, cuda.INT32), (k, cuda.INT32),

@@ -108,8 +108,7 @@ def stream_k_tiles(spec: KernelSpec, c: cfgs.TileConfig, m: int, n: int, k: int,
 def serves(spec: KernelSpec, c: cfgs.TileConfig, problem: Problem) -> bool:
     """Whether a config has a build for the problem's B: row-major (B as given, or a row-major
     copy of a column-major B), or K-major in place (KernelSpec.config_layouts); and for an FP8
-    kernel, whether it promotes its partial sums as the problem asks (KernelSpec.promote) and,
-    for block scales, keeps each consumer's columns in one SCALE_BLOCK (its one scale of B)."""
+    kernel, whether it is the build the problem's accumulation and scales need (fp8_refusal)."""
     built = layouts_of(spec, c)
     if spec.promote and fp8_refusal(c, problem):
         return False
@@ -118,15 +117,16 @@ def serves(spec: KernelSpec, c: cfgs.TileConfig, problem: Problem) -> bool:
 
 def fp8_refusal(c: cfgs.TileConfig, problem: Problem) -> str:
     """Why an FP8 config cannot serve the problem (empty: it can): it must promote its partial
-    sums as the problem asks and, for block scales, keep each consumer's columns in one
-    SCALE_BLOCK (its one scale of B)."""
+    sums as the problem asks, and be the blockwise recipe's build (block_scales) exactly when
+    the problem is blockwise."""
     if bool(c.promote) != problem.promote:
         return (f"{'promotes' if c.promote else 'does not promote'} its partial sums; this call asks for "
                 f"{'promotion' if problem.promote else 'fast accumulation'}; name a config with promote: "
                 f"{int(problem.promote)}")
-    if problem.block and SCALE_BLOCK % c.warp_n:
-        return (f"a consumer's {c.warp_n} columns span more than one {SCALE_BLOCK}-wide block of the block "
-                f"recipe's scales; name a config whose warp_n divides {SCALE_BLOCK}")
+    if bool(c.block_scales) != problem.block:
+        return (f"{'is' if c.block_scales else 'is not'} the blockwise recipe's build; this call's scales are "
+                f"{'blockwise' if problem.block else 'per tensor or per row'}; name a config with block_scales: "
+                f"{int(problem.block)}")
     return ""
 
 

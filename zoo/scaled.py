@@ -132,7 +132,7 @@ def _plan(a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum, kernel, confi
         strides = (scale_a.stride(0), scale_a.stride(1), scale_b.stride(0), scale_b.stride(1))
     c = torch.empty((m, n), dtype=out_dtype, device=a.device)
     launch = gemm.plan_launch(spec, cfg, index, a, b, c, k, a.stride(0), b.stride(1), b_col=True,
-                              scales=(scale_a.data_ptr(), scale_b.data_ptr(), *strides, int(recipe == "block")))
+                              scales=(scale_a.data_ptr(), scale_b.data_ptr(), *strides))
     launch.choice = (spec.name, cfg.name, None)
     bias_copy = bias is not None and (bias.dtype != out_dtype or bias.stride(0) != 1)
     return ScaledPlan(m, n, out_dtype, launch, bias_copy)

@@ -32,9 +32,10 @@
 //   Built with -DZOO_FP8 (with ZOO_B_K_MAJOR; zoo.scaled_mm, entries zoo_scaled_sm90_e4m3_
 //   {bf16,f16,f32}out): e4m3 A row-major and B column-major, both K-major as FP8 wgmma needs,
 //   a K-tile of 128 one-byte elements (four wgmma k32 steps), float32 dequantization scales
-//   (Scales: per tensor or row applied after the main loop, blockwise per K-tile). With
-//   ZOO_FP8_PROMOTE each K-tile's sums are added into the fp32 accumulators once done, the two
-//   consumers issuing their K-tiles' MMAs in turns.
+//   (Scales: per tensor or row applied after the main loop). With ZOO_FP8_PROMOTE each K-tile's
+//   sums are added into the fp32 accumulators once done, the two consumers issuing their
+//   K-tiles' MMAs in turns; with ZOO_FP8_BLOCK as well (the blockwise recipe's build) each
+//   K-tile's sums are scaled as they are added, its scales staged beside its stage.
 //   Built with -DZOO_A_M_MAJOR (A given column-major, as A^T (K, M) row-major: the weight
 //   gradient dY^T X of a linear layer reads dY in place): tmap_a is then (K rows, M cols), BM/64
 //   boxes of BK / CLUSTER_N rows x 128 B per K-tile and CTA, stored M-major like B's N-major
@@ -162,6 +163,15 @@ constexpr bool FP8 = false;
 #define ZOO_FP8_PROMOTE 0
 #endif
 constexpr bool PROMOTE = ZOO_FP8_PROMOTE != 0;
+// ZOO_FP8_BLOCK (configs with block_scales: 1, promoted): the blockwise recipe's build. Each
+// K-tile's scales are staged in a slot beside its stage and multiply its sums as they are
+// promoted. A build of its own: the other recipes' promotion is a plain add, no scale read or
+// multiply on the consumers' critical path (NOTES.md, "The FP8 consumers' critical path").
+#ifdef ZOO_FP8_BLOCK
+constexpr bool BLOCK_SCALES = true;
+#else
+constexpr bool BLOCK_SCALES = false;
+#endif
 constexpr int IN_BYTES = TF32 ? 4 : FP8 ? 1 : 2;    // fp32 inputs, e4m3, or fp16 / bf16
 constexpr int MMA_K = 32 / IN_BYTES;                // one wgmma covers 32 bytes of K (k16 / k8 / k32)
 constexpr int MMA_N = TRANSPOSED ? WG_M : WG_N;     // wgmma N: C columns, or C rows transposed
@@ -220,11 +230,11 @@ constexpr bool ROW_SUMS = true;
 constexpr bool ROW_SUMS = false;
 #endif
 constexpr int ONES_BYTES = ROW_SUMS ? 256 + 128 : 0;  // zoo/specs/sm90_wgmma.py: SM90_ROW_SUMS_BYTES
-// Promoted FP8 builds stage the blockwise recipe's scales of a K-tile in shared memory beside
-// its stage, a slot a stage: sa of the tile's BM rows, then sb of the (at most 4) 128-wide
-// column blocks it spans. zoo/specs/sm90_wgmma.py: fp8_scale_bytes.
+// The blockwise build stages a K-tile's scales in shared memory beside its stage, a slot a
+// stage: sa of the tile's BM rows, then sb of the (at most 4) 128-wide column blocks it spans.
+// zoo/specs/sm90_wgmma.py: fp8_scale_bytes.
 constexpr int SCALE_SLOT_BYTES = BM * 4 + 16;
-constexpr int SCALE_BYTES = PROMOTE ? STAGES * SCALE_SLOT_BYTES : 0;
+constexpr int SCALE_BYTES = BLOCK_SCALES ? STAGES * SCALE_SLOT_BYTES : 0;
 constexpr int SMEM_BYTES =
     ALIGN_SLACK + STAGES * STAGE_BYTES + EPI_BYTES + BARRIER_BYTES + SPLIT_FLAG_BYTES + ONES_BYTES + SCALE_BYTES;
 constexpr int K_STEPS = BK / MMA_K;                // wgmmas per K-tile
@@ -290,6 +300,7 @@ static_assert(CONSUMER_REGS >= (PROMOTE ? 2 : 1) * M_SUBS * ACC_REGS + (TF32 ? 5
 static_assert(!FP8 || !SWAP_AB, "the FP8 build has no swap-AB tiles");
 static_assert(!PROMOTE || (FP8 && !PINGPONG && CONSUMERS == 2 && BM % 32 == 0),
               "promotion is an FP8 build's, for two cooperative consumers taking turns (and whole warps of scale rows)");
+static_assert(!BLOCK_SCALES || PROMOTE, "the blockwise recipe's scales are applied as each K-tile is promoted");
 static_assert(SMEM_BYTES == ZOO_SMEM_BYTES, "host smem formula (zoo/specs/sm90_wgmma.py) disagrees with the kernel");
 
 // Stores two adjacent outputs (row, col), (row, col + 1); `pair` when both are inside N and
@@ -407,16 +418,17 @@ struct Gemm {
 // A scaled GEMM's float32 dequantization scales (ZOO_FP8): C = (A sa)(B sb) (+ bias), as
 // torch._scaled_mm. Per tensor or per row / column: sa(row) = a[row * a_row], sb(col) =
 // b[col * b_col] (strides 0 for one scale), applied to the accumulators after the main loop.
-// Blockwise (block != 0: 1 x 128 blocks of A, 128 x 128 of B; a K-tile is one 128-wide K
-// block): sa(row, kt) = a[row * a_row + kt * a_k], sb(kt, col) = b[kt * b_k + (col / 128) *
-// b_col], applied to each K-tile's promoted sum.
+// Blockwise (the BLOCK_SCALES build: 1 x 128 blocks of A, 128 x 128 of B; a K-tile is one
+// 128-wide K block): sa(row, kt) = a[row * a_row + kt * a_k], sb(kt, col) = b[kt * b_k +
+// (col / 128) * b_col], applied to each K-tile's promoted sum.
 struct Scales {
   const float* a;
   const float* b;
-  int a_row, a_k, b_k, b_col, block;
+  int a_row, a_k, b_k, b_col;
 };
 constexpr int SCALE_BLOCK = 128;  // the blockwise recipe's blocks along K and N
 static_assert(!FP8 || BK == SCALE_BLOCK, "an FP8 K-tile is one 128-byte row: one K block of the scales");
+static_assert(!BLOCK_SCALES || SCALE_BLOCK % WG_N == 0, "a blockwise consumer's columns lie in one block of B's scales");
 
 // BOXES TMA boxes of 128-byte columns side by side, rows row0.. of columns col0 + 64 i (box i
 // at dst + i * box_bytes): B's N-major boxes, or A^T's M-major ones; multicast to `mask`.
@@ -1005,24 +1017,30 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       // while the other is added, made ptxas wait for every wgmma before the next: reading a
       // set while another group is pending is more than it tracks.)
       zero_accumulators(acc);
-      // The blockwise recipe's scales of a K-tile wait in its stage's slot
-      // (stage_block_scales), read before its MMAs are issued; 1 for the other recipes, whose
-      // scales wait for the epilogue (read all the same, and not used: a branch in the K loop
-      // can break ptxas's wgmma batching).
-      const bool block = sched.scales.block;
-      // The column block of this consumer's slice, counted from the tile's first: a slice wider
-      // than a block (128x192p) serves the per-tensor and per-row recipes only (registry.serves
-      // and zoo.scaled_mm refuse the block recipe on it).
+      // The blockwise build's scales of a K-tile wait in its stage's slot (stage_block_scales):
+      // f = sa * sb of this thread's rows, read once the stage is full; 1 in the other recipes'
+      // builds, whose scales wait for the epilogue. b_slot: the column block of this consumer's
+      // slice, counted from the tile's first (a blockwise config's slices lie in one block).
       const int b_slot = (tile_n * BN + wg_n0) / SCALE_BLOCK - tile_n * BN / SCALE_BLOCK;
-      for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
-        mbar_wait(full_bar + 8 * stage, phase);
-        const unsigned slot = scale_smem + stage * SCALE_SLOT_BYTES;
-        float sa[M_SUBS][2];
+      auto block_scales = [&](float (&f)[M_SUBS][2], int s_stage) {
+        const unsigned slot = scale_smem + s_stage * SCALE_SLOT_BYTES;
+        const float sb = BLOCK_SCALES ? __uint_as_float(ld_shared_u32(slot + BM * 4 + 4 * b_slot)) : 1.f;
 #pragma unroll
         for (int s = 0; s < M_SUBS; ++s)
 #pragma unroll
-          for (int h = 0; h < 2; ++h) sa[s][h] = __uint_as_float(ld_shared_u32(slot + 4 * (thread_row + 64 * s + 8 * h)));
-        const float sb = __uint_as_float(ld_shared_u32(slot + BM * 4 + 4 * b_slot));
+          for (int h = 0; h < 2; ++h)
+            f[s][h] = BLOCK_SCALES ? __uint_as_float(ld_shared_u32(slot + 4 * (thread_row + 64 * s + 8 * h))) * sb : 1.f;
+      };
+      // The wait for the next K-tile's stage (and its scales' loads) runs while this K-tile's
+      // MMAs do, so between its MMAs' end and its next issue a consumer only adds and waits for
+      // its turn: that span must stay under the other consumer's MMAs (NOTES.md, "The FP8
+      // consumers' critical path").
+      float f[M_SUBS][2];
+      if (w.kt_begin < w.kt_end) {
+        mbar_wait(full_bar + 8 * stage, phase);
+        block_scales(f, stage);
+      }
+      for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
         if (consumer == 1 || !first_issue) named_barrier(ORDER_BARRIER + consumer, 2 * WG_THREADS);
         first_issue = false;
         wgmma_fence();
@@ -1031,17 +1049,25 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
         // The other consumer's turn, unless this was consumer 1's last issue of the grid.
         if (consumer == 0 || kt + 1 < w.kt_end || unit + sched.step < sched.units)
           named_barrier_arrive(ORDER_BARRIER + 1 - consumer, 2 * WG_THREADS);
-        // The slot is refilled once the stage is released (lane 0 of each warp, after the
-        // wgmma wait): its LDS were issued before the MMAs, as the TF32 build's fragment loads.
-        float f[M_SUBS][2];
+        const int issued = stage;
+        if (++stage == STAGES) stage = 0, phase ^= 1;
+        float f_next[M_SUBS][2];
+        if (kt + 1 < w.kt_end) {
+          mbar_wait(full_bar + 8 * stage, phase);
+          block_scales(f_next, stage);
+        } else {  // past the unit's last K-tile: 1, so that f stays a constant 1 in the plain builds
+#pragma unroll
+          for (int s = 0; s < M_SUBS; ++s) f_next[s][0] = f_next[s][1] = 1.f;
+        }
+        // The slot of `issued` is refilled once the stage is released (lane 0 of each warp,
+        // after the wgmma wait): its LDS were issued a K-tile earlier.
+        wgmma_wait<0>();
+        release(empty_bar + 8 * issued, lane);
+        add_promoted(acc, part, f);
 #pragma unroll
         for (int s = 0; s < M_SUBS; ++s)
 #pragma unroll
-          for (int h = 0; h < 2; ++h) f[s][h] = block ? sa[s][h] * sb : 1.f;
-        wgmma_wait<0>();
-        release(empty_bar + 8 * stage, lane);
-        add_promoted(acc, part, f);
-        if (++stage == STAGES) stage = 0, phase ^= 1;
+          for (int h = 0; h < 2; ++h) f[s][h] = f_next[s][h];
       }
     }
     for (int kt = w.kt_begin; kt < (PROMOTE ? w.kt_begin : w.kt_end); ++kt) {  // unpromoted builds' loop
@@ -1110,7 +1136,9 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
     if (STREAM_K && w.parts == 0) continue;  // an empty stream-K run
     if (w.kt_begin >= w.kt_end) zero_accumulators(acc);  // an empty K slice (the host avoids them) adds zero
     if constexpr (FP8) {
-      if (!sched.scales.block)  // before split-K's sum: the scales are the same for every K slice
+      // Before split-K's sum: the scales are the same for every K slice. (Tested at run time as
+      // well: without a branch ptxas spilled 40-48 B of the 128x256 and 128x192p consumers.)
+      if (!BLOCK_SCALES && sched.scales.a != nullptr)
         scale_accumulators(acc, sched.scales, tile_m * BM + thread_row, tile_n * BN + thread_col, w.g.M, w.g.N);
     }
     if ((sched.splits > 1 || (STREAM_K && w.parts > 1)) &&
@@ -1204,8 +1232,7 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
   const unsigned ones_smem = (empty_bar + STAGES * 8 + SPLIT_FLAG_BYTES + 127) & ~127u;  // 256 B
   // PROMOTE (no ones): a scale slot a stage after the flags (16-byte aligned: the barriers are).
   const unsigned scale_smem = empty_bar + STAGES * 8 + SPLIT_FLAG_BYTES;
-  // The blockwise recipe's scales are staged (stage_block_scales): 32 more arrivals a K-tile.
-  const bool staged_scales = PROMOTE && sched.scales.block;
+  // The blockwise build's scales are staged (stage_block_scales): 32 more arrivals a K-tile.
 
   // Broadcast from lane 0: the compiler then knows it is warp-uniform and keeps what derives
   // from it (each consumer's wgmma descriptors, ring stage and phase) in uniform registers,
@@ -1225,7 +1252,7 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
       if (sched.single.c_tma) tma_prefetch_descriptor(sched.single.c);
     }
     for (int s = 0; s < STAGES; ++s) {
-      mbar_init(full_bar + 8 * s, staged_scales ? 1 + 32 : 1);    // the producer's expect_tx (+ the scales')
+      mbar_init(full_bar + 8 * s, BLOCK_SCALES ? 1 + 32 : 1);    // the producer's expect_tx (+ the scales')
       mbar_init(empty_bar + 8 * s, CLUSTER * SLICES * 4);  // the warps reading it, cluster-wide
     }
     mbar_init_fence();
@@ -1317,7 +1344,7 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
           if (++stage == STAGES) stage = 0, phase ^= 1;
         }
       }
-    } else if (staged_scales && threadIdx.x / 32 == 1) {
+    } else if (BLOCK_SCALES && threadIdx.x / 32 == 1) {
       stage_block_scales(sched, full_bar, empty_bar, scale_smem, threadIdx.x % 32);
     }
   } else {
@@ -1384,11 +1411,11 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
            const __grid_constant__ zoo_sm90::TensorMap tmap_b,                               \
            const __grid_constant__ zoo_sm90::TensorMap tmap_c, int c_tma,                    \
            OUT_T* __restrict__ C, const OUT_T* __restrict__ bias, const float* __restrict__ scale_a, \
-           const float* __restrict__ scale_b, int sa_row, int sa_k, int sb_k, int sb_col, int block_scales, \
+           const float* __restrict__ scale_b, int sa_row, int sa_k, int sb_k, int sb_col, \
            int M, int N, int K, int ldc, long long c_batch, int batch, int splits, int stream_k, \
            int independent, const zoo_sm90::UnitLayout layout, float* workspace, int* counters) { \
     const zoo_sm90::Gemm<OUT_T> g{&tmap_a, &tmap_b, &tmap_c, C, c_batch, M, N, K, ldc, c_tma, 0, nullptr}; \
-    const zoo_sm90::Scales scales{scale_a, scale_b, sa_row, sa_k, sb_k, sb_col, block_scales}; \
+    const zoo_sm90::Scales scales{scale_a, scale_b, sa_row, sa_k, sb_k, sb_col};              \
     zoo_sm90::gemm<false, OUT_T>(zoo_sm90::Scheduler<OUT_T>(g, layout, nullptr, 1, layout.per_matrix.d * batch, splits, \
                                                             stream_k, bias, scales),        \
                                  workspace, counters, independent != 0);                    \

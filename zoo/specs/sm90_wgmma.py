@@ -9,7 +9,7 @@ from dataclasses import replace
 from .. import configs as cfgs
 from .. import cuda
 from ..cuda import KERNELS_DIR
-from .base import COLUMN_MAJOR_LAYOUTS, KernelSpec
+from .base import COLUMN_MAJOR_LAYOUTS, SCALE_BLOCK, KernelSpec
 
 
 SM90_THREADS_PER_WARPGROUP = 128
@@ -297,9 +297,9 @@ FP8_SWIZZLE_COLS = 128       # one-byte elements in one 128-byte swizzled row: a
 
 
 def fp8_scale_bytes(c: cfgs.TileConfig) -> int:
-    """The kernel's SCALE_BYTES: a promoted build's slots of the blockwise recipe's scales, one
-    a stage (sa of block_m rows, 16 B for sb)."""
-    return c.stages * (c.block_m * 4 + 16) if c.promote else 0
+    """The kernel's SCALE_BYTES: the blockwise build's slots of its scales, one a stage (sa of
+    block_m rows, 16 B for sb)."""
+    return c.stages * (c.block_m * 4 + 16) if c.block_scales else 0
 
 
 def _fp8_smem(c: cfgs.TileConfig) -> int:
@@ -311,6 +311,9 @@ def _fp8_rules(c: cfgs.TileConfig) -> list[str]:
     if c.block_k != FP8_SWIZZLE_COLS:
         out.append(f"block_k {c.block_k} must be {FP8_SWIZZLE_COLS}: one 128-byte swizzled row of e4m3 per K-tile "
                    "(and one K block of the blockwise scales)")
+    if c.block_scales and SCALE_BLOCK % c.warp_n:
+        out.append(f"a blockwise consumer's {c.warp_n} columns span more than one {SCALE_BLOCK}-wide block of "
+                   "B's scales: warp_n must divide it")
     accumulators = c.warp_m // 64 * c.warp_n // 2 * (2 if c.promote else 1)
     return out + _sm90_tile_rules(c) + _sm90_register_rules(
         c, accumulators, 40, "fp32 accumulators (twice, promoted)" if c.promote else "fp32 accumulators")
