@@ -275,26 +275,24 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
     return chosen
 
 
-# FP8 promoted tiles (NOTES.md, "A wider promoted FP8 tile"): 128x192p against 128x128p, per
-# tensor, `zoo bench --dtype fp8 --suite llm` on an H200 (2026-11-28,
-# results/h200-2026-11-28/issue43): 79-82% of torch._scaled_mm against 71-79% where 128x192
-# tiles fill WIDE_PROMOTED_MIN_WAVES waves or more (M 4096 and 16384; 1024 x 11008: 77% vs
-# 68%), 57-76% against 63-83% below (M 128, and 1024 with N 4096).
-WIDE_PROMOTED_MIN_WAVES = 3
+# FP8 promoted tiles: 128x192p against 128x128p. Where both fill their waves alike the wider
+# tile runs each unit of area WIDE_PROMOTED_SPEEDUP faster (8192^3 per tensor on an H200: 96.9%
+# of torch._scaled_mm against 89.9%, with 99.3% and 97% of their last waves filled), but its
+# 192-wide tiles quantize worse: 4096^3 is 5.3 waves of them (93.0% with 128x128p against
+# 89.0%). Over the square and LLM suites the cheaper of wave_cost / speed-up was the faster
+# tile, or within 0.2% of it (NOTES.md, "The FP8 consumers' critical path").
+WIDE_PROMOTED_SPEEDUP = 1.05
 
 
 def promoted_choice(spec: KernelSpec, preferred: list[cfgs.TileConfig], limits: ArchLimits, problem: Problem,
                     chosen: cfgs.TileConfig) -> cfgs.TileConfig:
-    """For a promoted FP8 problem: the widest promoted tile whose tiles fill
-    WIDE_PROMOTED_MIN_WAVES waves, else the narrowest (`chosen` where there is one only)."""
+    """For a promoted FP8 problem: the promoted tile of least wave cost, the widest's divided by
+    WIDE_PROMOTED_SPEEDUP (`chosen` where there is one promoted tile only)."""
     promoted = sorted((c for c in preferred if c.promote), key=lambda c: c.block_n)
     if len(promoted) < 2:
         return chosen
-    for c in reversed(promoted):
-        wave = limits.sm_count * max(resident_blocks(spec, c, limits), 1)
-        if c.tiles(problem.m, problem.n) >= WIDE_PROMOTED_MIN_WAVES * wave:
-            return c
-    return promoted[0]
+    speed = {c: WIDE_PROMOTED_SPEEDUP if c.block_n > promoted[0].block_n else 1.0 for c in promoted}
+    return min(promoted, key=lambda c: (wave_cost(spec, c, limits, problem) / speed[c], c.block_n))
 
 
 # A convolution of at most CONV_NARROW_MAX_N output channels on a 64-wide conv tile (128x64pp),
