@@ -653,9 +653,10 @@ def plan_launch(spec: KernelSpec, cfg: TileConfig, device_index: int, a: torch.T
     for it (NOTES.md, "The streams mode's launches"). a_col, b_col: a, b read column-major
     (their column strides lda, ldb; KernelSpec.layouts). scales: a scaled GEMM's (spec.op
     "scaled") scale_a and scale_b addresses and their four strides (zoo/scaled.py; the
-    kernel's Scales; the config says whether it is the blockwise recipe's build). row_sums: A's rows summed over K too, where the
-    config has that build and the launch no split-K or stream-K (Launch.row_sums_slot says
-    whether it got it; fire_at's row_sums_ptr, where they go)."""
+    kernel's Scales; the config says whether it is the blockwise recipe's build). row_sums:
+    A's rows summed over K too, where the config has that build and the launch no split-K or
+    stream-K (Launch.row_sums_slot says whether it got it; fire_at's row_sums_ptr, where they
+    go)."""
     batch = c.shape[0] if c.dim() == 3 else 1
     if batch > 1 and not spec.tma_boxes:
         raise ZooError(f"{spec.name} takes one GEMM per launch; batches go through its grouped entry point")

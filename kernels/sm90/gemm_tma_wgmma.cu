@@ -1230,9 +1230,8 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
   volatile int* const split_flags = reinterpret_cast<volatile int*>(
       smem_raw + (empty_bar + STAGES * 8 - smem_u32(smem_raw)));
   const unsigned ones_smem = (empty_bar + STAGES * 8 + SPLIT_FLAG_BYTES + 127) & ~127u;  // 256 B
-  // PROMOTE (no ones): a scale slot a stage after the flags (16-byte aligned: the barriers are).
+  // BLOCK_SCALES (no ones): a scale slot a stage after the flags (16-byte aligned: the barriers are).
   const unsigned scale_smem = empty_bar + STAGES * 8 + SPLIT_FLAG_BYTES;
-  // The blockwise build's scales are staged (stage_block_scales): 32 more arrivals a K-tile.
 
   // Broadcast from lane 0: the compiler then knows it is warp-uniform and keeps what derives
   // from it (each consumer's wgmma descriptors, ring stage and phase) in uniform registers,
@@ -1252,7 +1251,7 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
       if (sched.single.c_tma) tma_prefetch_descriptor(sched.single.c);
     }
     for (int s = 0; s < STAGES; ++s) {
-      mbar_init(full_bar + 8 * s, BLOCK_SCALES ? 1 + 32 : 1);    // the producer's expect_tx (+ the scales')
+      mbar_init(full_bar + 8 * s, BLOCK_SCALES ? 1 + 32 : 1);  // the producer's expect_tx (+ the 32 lanes staging scales)
       mbar_init(empty_bar + 8 * s, CLUSTER * SLICES * 4);  // the warps reading it, cluster-wide
     }
     mbar_init_fence();
