@@ -30,7 +30,7 @@ class Problem:
     ldb: int = 0           # B's row stride in elements (0: n, packed rows)
     b_col: bool = False    # B is read column-major in place (B^T row-major: a Linear's weight W)
     promote: bool = False  # a scaled FP8 GEMM whose partial sums must be promoted to fp32 (KernelSpec.promote)
-    block: bool = False    # a blockwise-scaled FP8 GEMM: a consumer's columns lie in one SCALE_BLOCK
+    block: bool = False    # a blockwise-scaled FP8 GEMM: served by the configs with block_scales: 1
 
     @property
     def flops(self) -> int:
