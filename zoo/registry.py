@@ -13,7 +13,7 @@ from .arch import ArchLimits
 from .cuda import ZooError
 from .sass import occupancy
 from .specs import KERNELS, ELEMENT_BYTES, KernelSpec, stacks  # noqa: F401 - re-exported
-from .specs.base import SCALE_BLOCK, Problem, layout, layouts_of  # noqa: F401 - re-exported
+from .specs.base import Problem, layout, layouts_of  # noqa: F401 - re-exported
 from .specs.gemv import k_major_only
 from .specs import (SM75_CONV, SM75_GEMV, SM75_HGEMM, SM75_HMMA, SM75_SGEMM, SM80_CONV, SM80_GEMM,  # noqa: F401
                     SM90_CONV, SM90_FP8, SM90_GEMM, SM90_TF32)
