@@ -240,6 +240,32 @@ def test_scaled_mm_bias_graph_compile_and_long_k():
     assert mine <= 2 * theirs
 
 
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("config", ["128x128p", "128x192p"])
+def test_row_scales_in_any_layout_give_the_same_product(config):
+    """The epilogue reads contiguous 8-byte-aligned column scales in pairs and one product for
+    per-tensor scales: column scales with a stride of 2, 4 bytes off an 8-byte boundary, or
+    expanded from one value (strides 0) must give the same C, bit for bit, as their
+    contiguous copies; N = 592 ends inside a tile's last column pair block."""
+    qa, qb, sa, sb = operands(300, 592, 512, "row")
+    want = zoo.scaled_mm(qa, qb, sa, sb, out_dtype=torch.float32, config=config)
+    n = sb.shape[1]
+    strided = torch.zeros(1, 2 * n, device="cuda")[:, ::2]
+    off_pair = torch.zeros(n + 1, device="cuda")[1:].view(1, n)
+    for view in (strided, off_pair):
+        view.copy_(sb)
+    assert off_pair.data_ptr() % 8 == 4
+    for view in (strided, off_pair):
+        assert torch.equal(zoo.scaled_mm(qa, qb, sa, view, out_dtype=torch.float32, config=config), want)
+    one_a, one_b = sa[:1, :].expand(sa.shape[0], 1), sb[:, :1].expand(1, n)
+    assert torch.equal(zoo.scaled_mm(qa, qb, one_a, one_b, out_dtype=torch.float32, config=config),
+                       zoo.scaled_mm(qa, qb, one_a.contiguous(), one_b.contiguous(), out_dtype=torch.float32,
+                                     config=config))
+    assert torch.equal(zoo.scaled_mm(qa, qb, one_a, one_b, out_dtype=torch.float32, config=config),
+                       zoo.scaled_mm(qa, qb, sa[0, 0], sb[0, 0], out_dtype=torch.float32, config=config))
+
 @pytest.mark.gpu
 @gpu
 def test_scaled_mm_refuses_what_it_cannot_run():

@@ -836,9 +836,20 @@ __device__ __forceinline__ void mma_tf32(float (&acc)[N], const unsigned (&frag)
 // ---- FP8 scales (Scales). A thread's accumulator acc[s][4 j + 2 h + e] is C row row0 + 64 s
 // + 8 h, column col0 + 8 j + e (row0, col0: its first; the wgmma m64 accumulator layout).
 // Per tensor, row or column: each accumulator times sa(row) sb(col), after the main loop
-// (rows and columns past C's are not stored: scaled by 0).
+// (rows and columns past C's are not stored: scaled by 0). This runs between a tile's last
+// MMAs and the next tile's first, so it is kept short (NOTES.md, "The FP8 epilogue's scales"):
+// one product per tensor, and contiguous column scales read in pairs (N is a multiple of 16,
+// so a pair starting inside C ends inside it).
 __device__ __forceinline__ void scale_accumulators(float (&acc)[M_SUBS][ACC_REGS], const Scales& sc,
                                                    int row0, int col0, int M, int N) {
+  if (sc.a_row == 0 && sc.b_col == 0) {
+    const float s = __ldg(sc.a) * __ldg(sc.b);
+#pragma unroll
+    for (int r = 0; r < M_SUBS; ++r)
+#pragma unroll
+      for (int i = 0; i < ACC_REGS; ++i) acc[r][i] *= s;
+    return;
+  }
   float sa[M_SUBS][2];
 #pragma unroll
   for (int s = 0; s < M_SUBS; ++s)
@@ -847,17 +858,38 @@ __device__ __forceinline__ void scale_accumulators(float (&acc)[M_SUBS][ACC_REGS
       const int row = row0 + 64 * s + 8 * h;
       sa[s][h] = row < M ? __ldg(sc.a + static_cast<long long>(row) * sc.a_row) : 0.f;
     }
+  // All loads first, then the products: a load used as it arrives would wait out its latency
+  // before the next is issued.
+  float2 sb[ACC_REGS / 4];
+  if (sc.b_col == 1 && (reinterpret_cast<uintptr_t>(sc.b) & 7) == 0) {
+    const float2* const b = reinterpret_cast<const float2*>(sc.b + col0);
+#pragma unroll
+    for (int j = 0; j < ACC_REGS / 4; ++j) sb[j] = col0 + 8 * j < N ? __ldg(b + 4 * j) : make_float2(0.f, 0.f);
+  } else {
+#pragma unroll
+    for (int j = 0; j < ACC_REGS / 4; ++j) {
+      const int col = col0 + 8 * j;
+      sb[j].x = col < N ? __ldg(sc.b + static_cast<long long>(col) * sc.b_col) : 0.f;
+      sb[j].y = col + 1 < N ? __ldg(sc.b + static_cast<long long>(col + 1) * sc.b_col) : 0.f;
+    }
+  }
 #pragma unroll
   for (int j = 0; j < ACC_REGS / 4; ++j)
 #pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      const int col = col0 + 8 * j + e;
-      const float sb = col < N ? __ldg(sc.b + static_cast<long long>(col) * sc.b_col) : 0.f;
+    for (int s = 0; s < M_SUBS; ++s)
 #pragma unroll
-      for (int s = 0; s < M_SUBS; ++s)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) acc[s][4 * j + 2 * h + e] *= sa[s][h] * sb;
-    }
+      for (int h = 0; h < 2; ++h) {
+        acc[s][4 * j + 2 * h] *= sa[s][h] * sb[j].x;
+        acc[s][4 * j + 2 * h + 1] *= sa[s][h] * sb[j].y;
+      }
+}
+// Per row or column: a tile's scales fetched into L1 as its unit starts, so that the epilogue's
+// loads hit there rather than wait for L2 (one 128-byte line a lane: the warp's rows, and the
+// slice's columns where they are contiguous).
+__device__ __forceinline__ void prefetch_scales(const Scales& sc, int row0, int col0, int M, int N, int lane) {
+  if (sc.a_row != 0 && row0 < M) prefetch_l1(sc.a + static_cast<long long>(row0) * sc.a_row);
+  const int col = col0 + 32 * lane;
+  if (sc.b_col == 1 && lane < WG_N / 32 && col < N) prefetch_l1(sc.b + col);
 }
 // Blockwise: the producer warpgroup's second warp stages each K-tile's scales in its stage's
 // slot, sa(row, kt) of the tile's BM rows and sb(kt, block) of the 128-wide column blocks from
@@ -996,6 +1028,10 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
     }
     if (PINGPONG && turn > 0) named_barrier(ORDER_BARRIER + consumer, 2 * WG_THREADS);
     const int tile_m = w.tile_m, tile_n = w.tile_n;
+    if constexpr (FP8 && !BLOCK_SCALES) {
+      if (sched.scales.a != nullptr)
+        prefetch_scales(sched.scales, tile_m * BM + thread_row, tile_n * BN + wg_n0, w.g.M, w.g.N, lane);
+    }
     // A new GEMM's C map is first read by this unit's stores: fetch it under the MMAs.
     if (sched.table != nullptr && w.g.c_tma && w.g.c != c_fenced && threadIdx.x % WG_THREADS == 0)
       tma_prefetch_descriptor(w.g.c);
@@ -1134,7 +1170,8 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       }
     }
     if (STREAM_K && w.parts == 0) continue;  // an empty stream-K run
-    if (w.kt_begin >= w.kt_end) zero_accumulators(acc);  // an empty K slice (the host avoids them) adds zero
+    // An empty K slice (the host avoids them) adds zero; a promoted unit's sums start from zero.
+    if (!PROMOTE && w.kt_begin >= w.kt_end) zero_accumulators(acc);
     if constexpr (FP8) {
       // Before split-K's sum: the scales are the same for every K slice. (Tested at run time as
       // well: without a branch ptxas spilled 40-48 B of the 128x256 and 128x192p consumers.)

@@ -81,6 +81,11 @@ __device__ __forceinline__ void tma_prefetch_descriptor(const TensorMap* map) {
   asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<unsigned long long>(map)) : "memory");
 }
 
+// A line of global memory fetched into L1 ahead of its loads (no fault past an allocation).
+__device__ __forceinline__ void prefetch_l1(const void* p) {
+  asm volatile("prefetch.global.L1 [%0];" ::"l"(reinterpret_cast<unsigned long long>(p)));
+}
+
 // Tensor maps are 3-D: (columns, rows, matrices of a batch); one GEMM is a batch of one.
 __device__ __forceinline__ void tma_load_3d(unsigned dst, const TensorMap* map, unsigned bar,
                                             int col, int row, int matrix) {
