@@ -361,14 +361,12 @@ __device__ __forceinline__ float2 bias_pair(const OutT* bias, int col, int cols)
 // the boxes taken in turn from the consumer's EPI_BOXES: a box waits only until the store
 // out of it EPI_BOXES boxes ago has read it (`staged` counts the consumer's boxes across
 // tiles), and the last stores overlap the next tile's MMAs. The leader thread issues the
-// stores. No bounds checks: TMA skips what falls outside C. BIASED: the bias added (a call
-// without one skips its loads and adds: the epilogue runs between a tile's last MMAs and the
-// next tile's first).
-template <bool BIASED, typename OutT>
-__device__ __forceinline__ void store_boxes(const float (&acc)[ACC_REGS], unsigned buf,
-                                            const TensorMap* tmap_c, int row0, int col0, int matrix,
-                                            int consumer, int warp, int lane, unsigned& staged,
-                                            const OutT* bias, int cols) {
+// stores. No bounds checks: TMA skips what falls outside C.
+template <typename OutT>
+__device__ __forceinline__ void store_tile_tma(const float (&acc)[ACC_REGS], unsigned buf,
+                                               const TensorMap* tmap_c, int row0, int col0, int matrix,
+                                               int consumer, int warp, int lane, unsigned& staged,
+                                               const OutT* bias, int cols) {
   constexpr int BOX_COLS_C = SWIZZLE_BYTES / sizeof(OutT);
   static_assert(WG_N % BOX_COLS_C == 0, "the slice splits into whole boxes");
   const bool leader = threadIdx.x % WG_THREADS == 0;
@@ -379,11 +377,9 @@ __device__ __forceinline__ void store_boxes(const float (&acc)[ACC_REGS], unsign
     // The box's bias, loaded whole ahead of the stores: loaded as they went, each load waited
     // behind the store before it (their asm is a compiler barrier).
     float2 b[BOX_COLS_C / 8];
-    if constexpr (BIASED) {
 #pragma unroll
-      for (int jj = 0; jj < BOX_COLS_C / 8; ++jj)
-        b[jj] = bias_pair(bias, col0 + q * BOX_COLS_C + jj * 8 + 2 * (lane % 4), cols);
-    }
+    for (int jj = 0; jj < BOX_COLS_C / 8; ++jj)
+      b[jj] = bias_pair(bias, col0 + q * BOX_COLS_C + jj * 8 + 2 * (lane % 4), cols);
     if (leader) bulk_wait_read<EPI_BOXES - 1>();
     named_barrier(1 + consumer, WG_THREADS);
 #pragma unroll
@@ -394,11 +390,8 @@ __device__ __forceinline__ void store_boxes(const float (&acc)[ACC_REGS], unsign
       for (int h = 0; h < 2; ++h) {
         const int r = warp * 16 + lane / 4 + 8 * h;
         const unsigned addr = box + r * SWIZZLE_BYTES + ((((byte >> 4) ^ swz) << 4) | (byte & 15));
-        const float x = acc[4 * j + 2 * h], y = acc[4 * j + 2 * h + 1];
-        if constexpr (BIASED)
-          st_shared_pair(addr, x + b[jj].x, y + b[jj].y, static_cast<OutT*>(nullptr));
-        else
-          st_shared_pair(addr, x, y, static_cast<OutT*>(nullptr));
+        st_shared_pair(addr, acc[4 * j + 2 * h] + b[jj].x, acc[4 * j + 2 * h + 1] + b[jj].y,
+                       static_cast<OutT*>(nullptr));
       }
     }
     fence_proxy_async();
@@ -408,16 +401,6 @@ __device__ __forceinline__ void store_boxes(const float (&acc)[ACC_REGS], unsign
       bulk_commit();
     }
   }
-}
-template <typename OutT>
-__device__ __forceinline__ void store_tile_tma(const float (&acc)[ACC_REGS], unsigned buf,
-                                               const TensorMap* tmap_c, int row0, int col0, int matrix,
-                                               int consumer, int warp, int lane, unsigned& staged,
-                                               const OutT* bias, int cols) {
-  if (BIAS_EPILOGUE && bias != nullptr)
-    store_boxes<true>(acc, buf, tmap_c, row0, col0, matrix, consumer, warp, lane, staged, bias, cols);
-  else
-    store_boxes<false>(acc, buf, tmap_c, row0, col0, matrix, consumer, warp, lane, staged, bias, cols);
 }
 
 // One GEMM, or a batch of same-shape GEMMs, of a launch: its tensor maps (kernel parameters,
