@@ -34,6 +34,20 @@ def test_scaled_problems_get_fp8_configs_that_promote_as_asked(promote):
         registry.select(H100, fp8_problem(64, 64, 64))
 
 
+def test_few_rows_take_the_swap_ab_tile_where_it_serves_the_recipe():
+    """M <= 16, per tensor or per row (promoted): 16x128sp, which spends no MMA on rows past M;
+    more rows (a small grid too: the 16-bit tiles' small-grid rule was not measured for FP8),
+    fast accumulation (no swap-AB build) and the block recipe (a build of its own) keep the
+    128-row tiles. Its rules: no blockwise swap build."""
+    for m in (1, 5, 16):
+        assert registry.select(H100, fp8_problem(m, 4096, 4096), op="scaled")[1].name == "16x128sp"
+    for problem in (fp8_problem(17, 4096, 4096), fp8_problem(256, 384, 512), fp8_problem(1, 4096, 4096, promote=False),
+                    fp8_problem(1, 4096, 4096, block=True)):
+        assert not registry.select(H100, problem, op="scaled")[1].swap_ab, problem
+    swap_block = replace(FP8.config("16x128sp"), block_scales=1)
+    assert any("no swap-AB tiles" in p for p in configs.problems(swap_block, FP8, H100))
+
+
 def test_fp8_config_rules():
     good = FP8.config("128x128p")
     assert configs.problems(good, FP8, H100) == []
@@ -212,6 +226,24 @@ def test_the_wider_promoted_tile_matches_float64_as_closely_as_torch(recipe, out
     qa, qb, sa, sb = operands(256, 512, 384, "block")
     with pytest.raises(ZooError, match="is not the blockwise recipe's build"):
         zoo.scaled_mm(qa, qb, sa, sb, config="128x192p")
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("recipe", ["tensor", "row"])
+@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float32])
+def test_the_swap_ab_tile_matches_float64_as_closely_as_torch(recipe, out_dtype):
+    """16x128sp (C^T tiles of 16 rows, promoted): one row to several row tiles, N past the last
+    whole 128-column tile, a K cut into slices (split-K: 1 x 4096 x 4096), a long K; within
+    torch's bound, and the zoo's own choice for the few-row shapes."""
+    for m, n, k in ((1, 4096, 4096), (5, 592, 512), (16, 256, 16384), (40, 384, 256), (77, 592, 2048)):
+        qa, qb, sa, sb = operands(m, n, k, recipe)
+        y = zoo.scaled_mm(qa, qb, sa, sb, out_dtype=out_dtype, config="16x128sp")
+        if m <= 16:
+            assert scaled.plan(qa, qb, sa, sb, None, out_dtype, False).launch.choice[1] == "16x128sp"
+        theirs = error(torch._scaled_mm(qa, qb, sa, sb, out_dtype=out_dtype), qa, qb, sa, sb, recipe)
+        bound = 2 * theirs if theirs < FLOOR[out_dtype] else FLOOR[out_dtype]
+        assert error(y, qa, qb, sa, sb, recipe) <= bound, (m, n, k, theirs)
 
 
 @pytest.mark.gpu

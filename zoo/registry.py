@@ -352,6 +352,8 @@ def swap_ab_choice(spec: KernelSpec, swapped: list[cfgs.TileConfig], limits: Arc
     if m <= SWAP_AB_MAX_M:
         holding = [c for c in swapped if c.block_m >= m]
         return min(holding, key=lambda c: c.block_m) if holding else chosen
+    if spec.promote:  # the small-grid rule below was measured on 16-bit tiles only
+        return chosen
     if 2 * chosen.tiles(m, n) < limits.sm_count and -(-k // chosen.block_k) < 2 * MIN_SPLIT_K_TILES:
         costs = [wave_cost(spec, c, limits, problem) for c in swapped]
         return swapped[costs.index(min(costs))]

@@ -35,7 +35,8 @@
 //   (Scales: per tensor or row applied after the main loop). With ZOO_FP8_PROMOTE each K-tile's
 //   sums are added into the fp32 accumulators once done, the two consumers issuing their
 //   K-tiles' MMAs in turns; with ZOO_FP8_BLOCK as well (the blockwise recipe's build) each
-//   K-tile's sums are scaled as they are added, its scales staged beside its stage.
+//   K-tile's sums are scaled as they are added, its scales staged beside its stage. With
+//   ZOO_SWAP_AB (per tensor and per row) the tiles are C^T ones as above, both operands K-major.
 //   Built with -DZOO_A_M_MAJOR (A given column-major, as A^T (K, M) row-major: the weight
 //   gradient dY^T X of a linear layer reads dY in place): tmap_a is then (K rows, M cols), BM/64
 //   boxes of BK / CLUSTER_N rows x 128 B per K-tile and CTA, stored M-major like B's N-major
@@ -297,10 +298,10 @@ static_assert(CONSUMER_REGS >= (PROMOTE ? 2 : 1) * M_SUBS * ACC_REGS + (TF32 ? 5
 #error "FP8 wgmma reads A and B K-major: a row-major A and a column-major B (ZOO_B_K_MAJOR)"
 #endif
 #endif
-static_assert(!FP8 || !SWAP_AB, "the FP8 build has no swap-AB tiles");
-static_assert(!PROMOTE || (FP8 && !PINGPONG && CONSUMERS == 2 && BM % 32 == 0),
-              "promotion is an FP8 build's, for two cooperative consumers taking turns (and whole warps of scale rows)");
-static_assert(!BLOCK_SCALES || PROMOTE, "the blockwise recipe's scales are applied as each K-tile is promoted");
+static_assert(!PROMOTE || (FP8 && !PINGPONG && CONSUMERS == 2),
+              "promotion is an FP8 build's, for two cooperative consumers taking turns");
+static_assert(!BLOCK_SCALES || (PROMOTE && !TRANSPOSED && BM % 32 == 0),
+              "the blockwise recipe's scales are applied as each K-tile is promoted, staged by whole warps of rows");
 static_assert(SMEM_BYTES == ZOO_SMEM_BYTES, "host smem formula (zoo/specs/sm90_wgmma.py) disagrees with the kernel");
 
 // Stores two adjacent outputs (row, col), (row, col + 1); `pair` when both are inside N and
@@ -799,7 +800,9 @@ __device__ __forceinline__ void zero_accumulators(float (&acc)[R][N]) {
 template <bool BF16, int R, int N>
 __device__ __forceinline__ void mma_step(float (&acc)[R][N], unsigned long long a, unsigned long long b,
                                          int accumulate) {
-  if constexpr (SWAP_AB) {
+  if constexpr (SWAP_AB && FP8) {
+    WgmmaFp8<2 * N>::mma(acc[0], b, a, accumulate);
+  } else if constexpr (SWAP_AB) {
     WgmmaSwapAB<2 * N, BF16>::mma(acc[0], b, a, accumulate);
   } else if constexpr (FP8) {
 #pragma unroll
@@ -882,6 +885,36 @@ __device__ __forceinline__ void scale_accumulators(float (&acc)[M_SUBS][ACC_REGS
         acc[s][4 * j + 2 * h] *= sa[s][h] * sb[j].x;
         acc[s][4 * j + 2 * h + 1] *= sa[s][h] * sb[j].y;
       }
+}
+// Swap-AB tiles (TRANSPOSED): accumulator acc[4 j + 2 h + e] is C row row0 + 8 j + 2 (lane % 4)
+// + e, column col0 + transposed_column(warp, h, lane / 4) (as the transposed stores read it).
+__device__ __forceinline__ void scale_transposed(float (&acc)[ACC_REGS], const Scales& sc, int row0, int col0,
+                                                 int M, int N, int warp, int lane) {
+  if (sc.a_row == 0 && sc.b_col == 0) {
+    const float s = __ldg(sc.a) * __ldg(sc.b);
+#pragma unroll
+    for (int i = 0; i < ACC_REGS; ++i) acc[i] *= s;
+    return;
+  }
+  float sb[2], sa[ACC_REGS / 4][2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int col = col0 + transposed_column(warp, h, lane / 4);
+    sb[h] = col < N ? __ldg(sc.b + static_cast<long long>(col) * sc.b_col) : 0.f;
+  }
+#pragma unroll
+  for (int j = 0; j < ACC_REGS / 4; ++j)
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const int row = row0 + 8 * j + 2 * (lane % 4) + e;
+      sa[j][e] = row < M ? __ldg(sc.a + static_cast<long long>(row) * sc.a_row) : 0.f;
+    }
+#pragma unroll
+  for (int j = 0; j < ACC_REGS / 4; ++j)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) acc[4 * j + 2 * h + e] *= sa[j][e] * sb[h];
 }
 // Per row or column: a tile's scales fetched into L1 as its unit starts, so that the epilogue's
 // loads hit there rather than wait for L2 (one 128-byte line a lane: the warp's rows, and the
@@ -1028,7 +1061,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
     }
     if (PINGPONG && turn > 0) named_barrier(ORDER_BARRIER + consumer, 2 * WG_THREADS);
     const int tile_m = w.tile_m, tile_n = w.tile_n;
-    if constexpr (FP8 && !BLOCK_SCALES) {
+    if constexpr (FP8 && !BLOCK_SCALES && !TRANSPOSED) {
       if (sched.scales.a != nullptr)
         prefetch_scales(sched.scales, tile_m * BM + thread_row, tile_n * BN + wg_n0, w.g.M, w.g.N, lane);
     }
@@ -1175,8 +1208,12 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
     if constexpr (FP8) {
       // Before split-K's sum: the scales are the same for every K slice. (Tested at run time as
       // well: without a branch ptxas spilled 40-48 B of the 128x256 and 128x192p consumers.)
-      if (!BLOCK_SCALES && sched.scales.a != nullptr)
+      if constexpr (TRANSPOSED) {
+        if (sched.scales.a != nullptr)
+          scale_transposed(acc[0], sched.scales, tile_m * BM + wg_m0, tile_n * BN + wg_n0, w.g.M, w.g.N, warp, lane);
+      } else if (!BLOCK_SCALES && sched.scales.a != nullptr) {
         scale_accumulators(acc, sched.scales, tile_m * BM + thread_row, tile_n * BN + thread_col, w.g.M, w.g.N);
+      }
     }
     if ((sched.splits > 1 || (STREAM_K && w.parts > 1)) &&
         !split_k_reduce(acc, w, sched, consumer, workspace, counters, split_flags))

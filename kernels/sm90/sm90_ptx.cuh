@@ -351,11 +351,16 @@ ZOO_WGMMA_WRAPPER(Wgmma, 64, ZOO_TRANS_AB, 32, 33, 34, ZOO_REGS32, ZOO_ACC32)
     }                                                                                       \
   };
 template <int N>
-struct WgmmaFp8;  // N = 64, 128, 192 or 256 columns per warpgroup
+struct WgmmaFp8;  // N = 64, 128, 192 or 256 columns per warpgroup (swap-AB: 8, 16, 32 or 64 rows)
 ZOO_WGMMA_FP8_WRAPPER(256, 128, 129, 130, ZOO_REGS128, ZOO_ACC128)
 ZOO_WGMMA_FP8_WRAPPER(192, 96, 97, 98, ZOO_REGS96, ZOO_ACC96)
 ZOO_WGMMA_FP8_WRAPPER(128, 64, 65, 66, ZOO_REGS64, ZOO_ACC64(0))
 ZOO_WGMMA_FP8_WRAPPER(64, 32, 33, 34, ZOO_REGS32, ZOO_ACC32)
+// Swap-AB FP8 tiles (N = C rows): the GEMM's B box is wgmma's A, its A rows wgmma's B, both
+// K-major as FP8 wgmma reads them.
+ZOO_WGMMA_FP8_WRAPPER(32, 16, 17, 18, ZOO_REGS16, ZOO_ACC16)
+ZOO_WGMMA_FP8_WRAPPER(16, 8, 9, 10, ZOO_REGS8, ZOO_ACC8(0))
+ZOO_WGMMA_FP8_WRAPPER(8, 4, 5, 6, ZOO_REGS4, ZOO_ACC4(0))
 
 // Swap-AB: A(64x16) M-major (imm-trans-a = 1), B(16xN) K-major (imm-trans-b = 0), N = 8..64:
 // A is a 64-column box of the GEMM's B stage, B the GEMM's A rows, so D is a transposed slice

@@ -314,7 +314,9 @@ def _fp8_rules(c: cfgs.TileConfig) -> list[str]:
     if c.block_scales and SCALE_BLOCK % c.warp_n:
         out.append(f"a blockwise consumer's {c.warp_n} columns span more than one {SCALE_BLOCK}-wide block of "
                    "B's scales: warp_n must divide it")
-    accumulators = c.warp_m // 64 * c.warp_n // 2 * (2 if c.promote else 1)
+    if c.block_scales and c.swap_ab:
+        out.append("the blockwise recipe's build has no swap-AB tiles (its scales are applied by C rows)")
+    accumulators = (c.warp_m // 2 if c.swap_ab else c.warp_m // 64 * c.warp_n // 2) * (2 if c.promote else 1)
     return out + _sm90_tile_rules(c) + _sm90_register_rules(
         c, accumulators, 40, "fp32 accumulators (twice, promoted)" if c.promote else "fp32 accumulators")
 
@@ -333,7 +335,7 @@ SM90_FP8 = replace(
     sass_required=((r"\bQGMMA\.\w+\.F32\.E4M3\.E4M3\b", "QGMMA .E4M3 (FP8 wgmma)"),) + SM90_GEMM.sass_required[1:],
     description="FP8 (e4m3) wgmma with dequantization scales; fp32 promotion of the partial sums in promote configs",
     op="scaled", layouts=("row x col",), a_col_box=None, exports={}, extra_defines={"ZOO_FP8": 1},
-    swap_ab=False, pingpong=True, stream_k=False, chains=False, grouped=False, promote=True,
+    swap_ab=True, pingpong=True, stream_k=False, chains=False, grouped=False, promote=True,
     pipeline="{stages}-stage TMA ring of 128-byte e4m3 K-tiles: the producer warpgroup runs up to {stages} "
              "K-tiles ahead of the two consumer warpgroups",
 )
