@@ -347,12 +347,13 @@ def swap_ab_choice(spec: KernelSpec, swapped: list[cfgs.TileConfig], limits: Arc
     rows past M); a grid of `chosen` under half a wave whose K is too shallow for two slices
     (and that no narrow tile took: narrow_choice) gets the swap tile of the least wave cost
     (the first listed among equals): more, smaller tiles. (Deeper K, e.g. 500 x 1000 x 1000:
-    64x128 whole 10.6 us, 32x64s 13.7 on an H100.)"""
+    64x128 whole 10.6 us, 32x64s 13.7 on an H100.) The FP8 kernel's swap tiles take the first
+    rule only: the second was measured on 16-bit tiles (NOTES.md, "FP8 swap-AB tiles")."""
     m, n, k = problem.m, problem.n, problem.k
     if m <= SWAP_AB_MAX_M:
         holding = [c for c in swapped if c.block_m >= m]
         return min(holding, key=lambda c: c.block_m) if holding else chosen
-    if spec.promote:  # the small-grid rule below was measured on 16-bit tiles only
+    if spec.op == "scaled":  # the small-grid rule below was measured on 16-bit tiles only
         return chosen
     if 2 * chosen.tiles(m, n) < limits.sm_count and -(-k // chosen.block_k) < 2 * MIN_SPLIT_K_TILES:
         costs = [wave_cost(spec, c, limits, problem) for c in swapped]
