@@ -87,7 +87,8 @@ def test_fp8_config_rules():
 @pytest.mark.parametrize("name, mma", [("128x128p", "QGMMA.64x128x32.F32.E4M3.E4M3"),
                                        ("128x128pb", "QGMMA.64x128x32.F32.E4M3.E4M3"),
                                        ("128x192p", "QGMMA.64x192x32.F32.E4M3.E4M3"),
-                                       ("128x256", "QGMMA.64x256x32.F32.E4M3.E4M3")])
+                                       ("128x256", "QGMMA.64x256x32.F32.E4M3.E4M3"),
+                                       ("16x128sp", "QGMMA.64x16x32.F32.E4M3.E4M3")])
 def test_fp8_sass_is_e4m3_wgmma_without_local_memory(name, mma):
     cfg = FP8.config(name)
     cubin = cuda.compile_cubin(FP8.source, "sm_90a", FP8.defines(cfg, b_col=True))
@@ -234,16 +235,23 @@ def test_the_wider_promoted_tile_matches_float64_as_closely_as_torch(recipe, out
 @pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float32])
 def test_the_swap_ab_tile_matches_float64_as_closely_as_torch(recipe, out_dtype):
     """16x128sp (C^T tiles of 16 rows, promoted): one row to several row tiles, N past the last
-    whole 128-column tile, a K cut into slices (split-K: 1 x 4096 x 4096), a long K; within
+    whole 128-column tile, a long K cut into slices (16 x 256 x 16384: split-K), a bias; within
     torch's bound, and the zoo's own choice for the few-row shapes."""
     for m, n, k in ((1, 4096, 4096), (5, 592, 512), (16, 256, 16384), (40, 384, 256), (77, 592, 2048)):
         qa, qb, sa, sb = operands(m, n, k, recipe)
         y = zoo.scaled_mm(qa, qb, sa, sb, out_dtype=out_dtype, config="16x128sp")
         if m <= 16:
-            assert scaled.plan(qa, qb, sa, sb, None, out_dtype, False).launch.choice[1] == "16x128sp"
+            plan = scaled.plan(qa, qb, sa, sb, None, out_dtype, False)
+            assert plan.launch.choice[1] == "16x128sp" and (plan.launch.split_k is not None) == (k == 16384)
         theirs = error(torch._scaled_mm(qa, qb, sa, sb, out_dtype=out_dtype), qa, qb, sa, sb, recipe)
         bound = 2 * theirs if theirs < FLOOR[out_dtype] else FLOOR[out_dtype]
         assert error(y, qa, qb, sa, sb, recipe) <= bound, (m, n, k, theirs)
+    if out_dtype == torch.bfloat16:  # a bias as test_scaled_mm_bias_graph_compile_and_long_k gives torch
+        bias = torch.randn(592, device="cuda", dtype=out_dtype)
+        qa, qb, sa, sb = operands(77, 592, 512, recipe)
+        want = torch._scaled_mm(qa, qb, sa, sb, bias=bias, out_dtype=out_dtype).float()
+        got = zoo.scaled_mm(qa, qb, sa, sb, bias=bias, out_dtype=out_dtype, config="16x128sp").float()
+        assert ((got - want).norm() / want.norm()).item() < 1e-2
 
 
 @pytest.mark.gpu
@@ -275,7 +283,7 @@ def test_scaled_mm_bias_graph_compile_and_long_k():
 
 @pytest.mark.gpu
 @gpu
-@pytest.mark.parametrize("config", ["128x128p", "128x192p"])
+@pytest.mark.parametrize("config", ["128x128p", "128x192p", "16x128sp"])
 def test_row_scales_in_any_layout_give_the_same_product(config):
     """The epilogue reads contiguous 8-byte-aligned column scales in pairs and one product for
     per-tensor scales: column scales with a stride of 2, 4 bytes off an 8-byte boundary, or
@@ -288,7 +296,7 @@ def test_row_scales_in_any_layout_give_the_same_product(config):
     off_pair = torch.zeros(n + 1, device="cuda")[1:].view(1, n)
     for view in (strided, off_pair):
         view.copy_(sb)
-    assert off_pair.data_ptr() % 8 == 4
+    assert sb.is_contiguous() and sb.data_ptr() % 8 == 0 and off_pair.data_ptr() % 8 == 4
     for view in (strided, off_pair):
         assert torch.equal(zoo.scaled_mm(qa, qb, sa, view, out_dtype=torch.float32, config=config), want)
     one_a, one_b = sa[:1, :].expand(sa.shape[0], 1), sb[:, :1].expand(1, n)
