@@ -157,6 +157,11 @@ def error(y, qa, qb, sa, sb, recipe):
     return ((y.double() - ref).norm() / ref.norm()).item()
 
 
+def bound(theirs, out_dtype):
+    """2x torch's error where it is finite and under the output dtype's rounding, else that rounding."""
+    return 2 * theirs if math.isfinite(theirs) and theirs < FLOOR[out_dtype] else FLOOR[out_dtype]
+
+
 @pytest.mark.gpu
 @gpu
 @pytest.mark.parametrize("recipe", fp8.RECIPES)
@@ -177,8 +182,7 @@ def test_scaled_mm_matches_float64_as_closely_as_torch(recipe, out_dtype, fast):
             theirs = math.nan
         # torch's blockwise kernel returns 50% errors on some of these shapes, or refuses them
         # (torch 2.11, H100): its error bounds ours only where it is sane.
-        bound = 2 * theirs if math.isfinite(theirs) and theirs < FLOOR[out_dtype] else FLOOR[out_dtype]
-        assert error(y, qa, qb, sa, sb, recipe) <= bound, (m, n, k, theirs)
+        assert error(y, qa, qb, sa, sb, recipe) <= bound(theirs, out_dtype), (m, n, k, theirs)
 
 
 @pytest.mark.gpu
@@ -222,8 +226,7 @@ def test_the_wider_promoted_tile_matches_float64_as_closely_as_torch(recipe, out
             theirs = error(torch._scaled_mm(qa, qb, sa, sb, out_dtype=out_dtype), qa, qb, sa, sb, recipe)
         except RuntimeError:  # a layout torch's kernels refuse
             theirs = math.nan
-        bound = 2 * theirs if math.isfinite(theirs) and theirs < FLOOR[out_dtype] else FLOOR[out_dtype]
-        assert error(y, qa, qb, sa, sb, recipe) <= bound, (m, n, k, theirs)
+        assert error(y, qa, qb, sa, sb, recipe) <= bound(theirs, out_dtype), (m, n, k, theirs)
     qa, qb, sa, sb = operands(256, 512, 384, "block")
     with pytest.raises(ZooError, match="is not the blockwise recipe's build"):
         zoo.scaled_mm(qa, qb, sa, sb, config="128x192p")
@@ -244,8 +247,7 @@ def test_the_swap_ab_tile_matches_float64_as_closely_as_torch(recipe, out_dtype)
             plan = scaled.plan(qa, qb, sa, sb, None, out_dtype, False)
             assert plan.launch.choice[1] == "16x128sp" and (plan.launch.split_k is not None) == (k == 16384)
         theirs = error(torch._scaled_mm(qa, qb, sa, sb, out_dtype=out_dtype), qa, qb, sa, sb, recipe)
-        bound = 2 * theirs if theirs < FLOOR[out_dtype] else FLOOR[out_dtype]
-        assert error(y, qa, qb, sa, sb, recipe) <= bound, (m, n, k, theirs)
+        assert error(y, qa, qb, sa, sb, recipe) <= bound(theirs, out_dtype), (m, n, k, theirs)
     if out_dtype == torch.bfloat16:  # a bias as test_scaled_mm_bias_graph_compile_and_long_k gives torch
         bias = torch.randn(592, device="cuda", dtype=out_dtype)
         qa, qb, sa, sb = operands(77, 592, 512, recipe)

@@ -836,23 +836,25 @@ __device__ __forceinline__ void mma_tf32(float (&acc)[N], const unsigned (&frag)
   WgmmaTf32<2 * N>::mma(acc, frag, b, accumulate);
 }
 
-// ---- FP8 scales (Scales). A thread's accumulator acc[s][4 j + 2 h + e] is C row row0 + 64 s
-// + 8 h, column col0 + 8 j + e (row0, col0: its first; the wgmma m64 accumulator layout).
-// Per tensor, row or column: each accumulator times sa(row) sb(col), after the main loop
-// (rows and columns past C's are not stored: scaled by 0). This runs between a tile's last
-// MMAs and the next tile's first, so it is kept short (NOTES.md, "The FP8 epilogue's scales"):
-// one product per tensor, and contiguous column scales read in pairs (N is a multiple of 16,
-// so a pair starting inside C ends inside it).
+// ---- FP8 scales (Scales), applied after the main loop, between a tile's last MMAs and the next
+// tile's first: kept short (NOTES.md, "The FP8 epilogue's scales"). Per-tensor scales (strides
+// 0): every accumulator, in either layout, times one product; returns whether they were that.
+__device__ __forceinline__ bool per_tensor(float (&acc)[M_SUBS][ACC_REGS], const Scales& sc) {
+  if (sc.a_row != 0 || sc.b_col != 0) return false;
+  const float s = __ldg(sc.a) * __ldg(sc.b);
+#pragma unroll
+  for (int r = 0; r < M_SUBS; ++r)
+#pragma unroll
+    for (int i = 0; i < ACC_REGS; ++i) acc[r][i] *= s;
+  return true;
+}
+// Per row or column: a thread's accumulator acc[s][4 j + 2 h + e] is C row row0 + 64 s + 8 h,
+// column col0 + 8 j + e (row0, col0: its first; the wgmma m64 accumulator layout), times
+// sa(row) sb(col) (rows and columns past C's are not stored: scaled by 0). Contiguous column
+// scales are read in pairs (N is a multiple of 16, so a pair starting inside C ends inside it).
 __device__ __forceinline__ void scale_accumulators(float (&acc)[M_SUBS][ACC_REGS], const Scales& sc,
                                                    int row0, int col0, int M, int N) {
-  if (sc.a_row == 0 && sc.b_col == 0) {
-    const float s = __ldg(sc.a) * __ldg(sc.b);
-#pragma unroll
-    for (int r = 0; r < M_SUBS; ++r)
-#pragma unroll
-      for (int i = 0; i < ACC_REGS; ++i) acc[r][i] *= s;
-    return;
-  }
+  if (per_tensor(acc, sc)) return;
   float sa[M_SUBS][2];
 #pragma unroll
   for (int s = 0; s < M_SUBS; ++s)
@@ -886,16 +888,12 @@ __device__ __forceinline__ void scale_accumulators(float (&acc)[M_SUBS][ACC_REGS
         acc[s][4 * j + 2 * h + 1] *= sa[s][h] * sb[j].y;
       }
 }
-// Swap-AB tiles (TRANSPOSED): accumulator acc[4 j + 2 h + e] is C row row0 + 8 j + 2 (lane % 4)
-// + e, column col0 + transposed_column(warp, h, lane / 4) (as the transposed stores read it).
-__device__ __forceinline__ void scale_transposed(float (&acc)[ACC_REGS], const Scales& sc, int row0, int col0,
-                                                 int M, int N, int warp, int lane) {
-  if (sc.a_row == 0 && sc.b_col == 0) {
-    const float s = __ldg(sc.a) * __ldg(sc.b);
-#pragma unroll
-    for (int i = 0; i < ACC_REGS; ++i) acc[i] *= s;
-    return;
-  }
+// Swap-AB tiles (TRANSPOSED, one row block): accumulator acc[0][4 j + 2 h + e] is C row row0 + 8 j
+// + 2 (lane % 4) + e, column col0 + transposed_column(warp, h, lane / 4) (as the transposed
+// stores read it).
+__device__ __forceinline__ void scale_transposed(float (&acc)[M_SUBS][ACC_REGS], const Scales& sc, int row0,
+                                                 int col0, int M, int N, int warp, int lane) {
+  if (per_tensor(acc, sc)) return;
   float sb[2], sa[ACC_REGS / 4][2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -914,7 +912,7 @@ __device__ __forceinline__ void scale_transposed(float (&acc)[ACC_REGS], const S
 #pragma unroll
     for (int h = 0; h < 2; ++h)
 #pragma unroll
-      for (int e = 0; e < 2; ++e) acc[4 * j + 2 * h + e] *= sa[j][e] * sb[h];
+      for (int e = 0; e < 2; ++e) acc[0][4 * j + 2 * h + e] *= sa[j][e] * sb[h];
 }
 // Per row or column: a tile's scales fetched into L1 as its unit starts, so that the epilogue's
 // loads hit there rather than wait for L2 (one 128-byte line a lane: the warp's rows, and the
@@ -1210,7 +1208,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       // well: without a branch ptxas spilled 40-48 B of the 128x256 and 128x192p consumers.)
       if constexpr (TRANSPOSED) {
         if (sched.scales.a != nullptr)
-          scale_transposed(acc[0], sched.scales, tile_m * BM + wg_m0, tile_n * BN + wg_n0, w.g.M, w.g.N, warp, lane);
+          scale_transposed(acc, sched.scales, tile_m * BM + wg_m0, tile_n * BN + wg_n0, w.g.M, w.g.N, warp, lane);
       } else if (!BLOCK_SCALES && sched.scales.a != nullptr) {
         scale_accumulators(acc, sched.scales, tile_m * BM + thread_row, tile_n * BN + thread_col, w.g.M, w.g.N);
       }
