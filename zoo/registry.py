@@ -192,15 +192,19 @@ NARROW_MAX_M = 128
 # tiles read more of A and B per FLOP: 128x128pp (half of 128x256's area) lost at 4096^3 at
 # an equal wave cost. Grids under one wave split K instead (split_k): not measured there.
 PINGPONG_MIN_AREA = 0.75  # of the cooperative tile's area: 128x192 against 128x256
-# A grid of at most SHORT_GRID_WAVES waves of the cooperative tile stores each CTA's one or two
-# tiles with nothing under their epilogues, which a K of at most SHORT_GRID_MAX_K_TILES K-tiles
-# does not amortize: there a ping-pong tile of half its area pays. On an
-# H200 (CUDA-graph replays, inputs out of L2; NOTES.md, "Short grids take half-size ping-pong
-# tiles"): x W^T at 8192 x 1024 x 1024 bf16 with 128x128pp 29.2 us against 30.9 for 128x256
-# (torch 29.2), with a bias in the epilogue 31.0 against 35.2; 2048 x 4096 x 1024 29.1 against
-# 31.1; dY W at 8192 x 1024 x 1024 29.4 against 29.6.
+# Over a short K (at most SHORT_K_TILES K-tiles) a cooperative tile's epilogue, with nothing
+# under it, is a large part of its time: there a ping-pong tile of half its area pays. For one
+# GEMM on the first config (128x256), not a cluster twin, at any number of waves and at one
+# wave of more than half the SMs; for the others (groups, twins), at SHORT_GRID_WAVES waves or
+# fewer, as first measured. On an H200 (CUDA-graph replays, inputs out of L2; NOTES.md, "Short
+# grids take half-size ping-pong tiles", "Short K on half-size ping-pong tiles"): x W^T at 8192
+# x 1024 x 1024 bf16 with 128x128pp 29.2 us against 30.9 for 128x256 (torch 29.2); fp16, % of
+# torch.mm, 128x128pp against 128x256: 2048^3 (one wave) 100.3 against 98.5, 3000 x 11008 x
+# 1024 104.0 against 97.2, 4096 x 8192 x 2048 104.0 against 98.3, 16384 x 4096 x 2048 110.2
+# against 99.9. At 64 K-tiles it was mixed (4096^3 97.5 against 98.8, 16384 x 4096 x 4096
+# 104.2 against 100.6): not taken.
+SHORT_K_TILES = 32
 SHORT_GRID_WAVES = 2
-SHORT_GRID_MAX_K_TILES = 32
 PINGPONG_MIN_AREA_SHORT = 0.5
 
 MIN_RESIDENT_WARPS = 8  # fewer warps per SM leave the register-prefetch pipeline's latency exposed
@@ -326,14 +330,17 @@ def pingpong_choice(spec: KernelSpec, preferred: list[cfgs.TileConfig], costs: d
                     problem: Problem, chosen: cfgs.TileConfig, group: tuple[Problem, ...] = ()) -> cfgs.TileConfig:
     """The first ping-pong config instead of a cooperative `chosen` for a grid of more than one
     wave, where its wave cost is no higher and its tile at least PINGPONG_MIN_AREA of chosen's
-    (PINGPONG_MIN_AREA_SHORT for a grid of at most SHORT_GRID_WAVES waves over at most
-    SHORT_GRID_MAX_K_TILES K-tiles; same cluster shape):
+    (PINGPONG_MIN_AREA_SHORT over at most SHORT_K_TILES K-tiles: for one GEMM on the first
+    config, not a cluster twin, a grid of more than half a wave; else of one to SHORT_GRID_WAVES
+    waves; same cluster shape):
     the epilogues hidden, for no more waves and little more operand traffic."""
     tiles = sum(chosen.tiles(p.m, p.n) for p in group) if group else chosen.tiles(problem.m, problem.n)
     wave = limits.sm_count * max(resident_blocks(spec, chosen, limits), 1)
-    if spec.op != "gemm" or chosen.pingpong or tiles <= wave:
+    first = chosen is preferred[0] and chosen.cluster_size == 1 and not group and not b_rows_off_sectors(problem)
+    short = -(-problem.k // chosen.block_k) <= SHORT_K_TILES and \
+        (2 * tiles > wave if first else wave < tiles <= SHORT_GRID_WAVES * wave)
+    if spec.op != "gemm" or chosen.pingpong or (tiles <= wave and not short):
         return chosen
-    short = tiles <= SHORT_GRID_WAVES * wave and -(-problem.k // chosen.block_k) <= SHORT_GRID_MAX_K_TILES
     least = PINGPONG_MIN_AREA_SHORT if short else PINGPONG_MIN_AREA
     area = chosen.block_m * chosen.block_n
     return next((c for c in preferred if c.pingpong and c.cluster_size == chosen.cluster_size
