@@ -1052,11 +1052,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
   // one lap ahead of what has been consumed (the parity wait could not tell the laps apart).
   int turn = 0;
   for (int unit = sched.first(); unit < sched.units; unit += sched.step, ++turn) {
-    Work<OutT> w = sched.work(unit);
-    if constexpr (PROMOTE) {  // broadcast: ptxas then keeps the ring stage and the descriptors uniform
-      w.kt_begin = __shfl_sync(0xffffffffu, w.kt_begin, 0);
-      w.kt_end = __shfl_sync(0xffffffffu, w.kt_end, 0);
-    }
+    const Work<OutT> w = sched.work(unit);
     if (PINGPONG && turn % 2 != consumer) {
       advance_ring(stage, phase, w.kt_end - w.kt_begin);
       continue;
