@@ -281,13 +281,16 @@ def test_pingpong_tiles_for_grids_of_several_waves_at_no_more_wave_cost():
     p = Problem(4096, 4096, 4096)
     assert registry.wave_cost(spec, narrow, lim, p) <= registry.wave_cost(spec, big, lim, p)
     assert pick(128, 11008, 4096) == "128x128"  # under one wave: split-K's, untouched
-    # Over a short K (at most 32 K-tiles) the half-size ping-pong tile, at any number of waves
-    # and at one wave of more than half the SMs (measured, SHORT_K_TILES); a deep K amortizes
-    # the epilogues.
+    # Over a short K (at most 32 K-tiles) the half-size ping-pong tile for one GEMM on 128x256,
+    # at any number of waves and at one (measured, SHORT_K_TILES); a deep K amortizes the
+    # epilogues.
     assert pick(8192, 1024, 1024) == pick(1024, 8192, 1024) == pick(8192, 1024, 2048) == "128x128pp"
     assert pick(2048, 2048, 2048) == pick(2048, 8192, 2048) == pick(16384, 4096, 2048) == "128x128pp"
     assert pick(8192, 1024, 4096) == pick(2048, 2048, 8192) == "128x256"
-    assert pick(1024, 2048, 2048) != "128x128pp"  # 64 tiles of 128x256: under half a wave
+    assert pick(1024, 2048, 2048) == "128x128"  # its wave cost's choice (not the first config): kept
+    # A grouped launch keeps the first bound (one to two waves): 8 x 128 tiles of 128x256 is 7.8.
+    group = (Problem(2048, 2048, 2048),) * 8
+    assert registry.pick_config(spec, lim, group[0], group).name == "128x256"
     # Rows off 32-byte sectors keep the cooperative tile's 2-CTA twin past two waves (measured
     # faster: 8192 x 1000 x 4096 99.2% of torch.mm against 88.5% on 128x128ppc2).
     assert pick(16384, 1000, 2048) == "128x256c2"

@@ -190,13 +190,14 @@ NARROW_MAX_M = 128
 # ping-pong tiles for large grids"): 128x192pp 1-2.4% faster where its wave cost is no higher (8192^3, 6144^3,
 # 1024 x 11008 x 4096), 9% slower where its waves quantize worse (4096^3). Narrower ping-pong
 # tiles read more of A and B per FLOP: 128x128pp (half of 128x256's area) lost at 4096^3 at
-# an equal wave cost. Grids under one wave split K instead (split_k): not measured there.
+# an equal wave cost (but see SHORT_K_TILES). Grids under one wave split K instead (split_k),
+# but for a short K.
 PINGPONG_MIN_AREA = 0.75  # of the cooperative tile's area: 128x192 against 128x256
 # Over a short K (at most SHORT_K_TILES K-tiles) a cooperative tile's epilogue, with nothing
 # under it, is a large part of its time: there a ping-pong tile of half its area pays. For one
-# GEMM on the first config (128x256), not a cluster twin, at any number of waves and at one
-# wave of more than half the SMs; for the others (groups, twins), at SHORT_GRID_WAVES waves or
-# fewer, as first measured. On an H200 (CUDA-graph replays, inputs out of L2; NOTES.md, "Short
+# GEMM on the first config (128x256), not a cluster twin, at any grid size (a grid of 128x256
+# tiles for under half the SMs has got a smaller tile by its wave cost already); for the
+# others (groups, twins), at one to SHORT_GRID_WAVES waves, as first measured. On an H200 (CUDA-graph replays, inputs out of L2; NOTES.md, "Short
 # grids take half-size ping-pong tiles", "Short K on half-size ping-pong tiles"): x W^T at 8192
 # x 1024 x 1024 bf16 with 128x128pp 29.2 us against 30.9 for 128x256 (torch 29.2); fp16, % of
 # torch.mm, 128x128pp against 128x256: 2048^3 (one wave) 100.3 against 98.5, 3000 x 11008 x
@@ -244,8 +245,8 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
     tile that spreads it over the most SMs, a large one the most efficient tile. For a grouped
     launch, `group` holds all its problems and their tiles are counted together. One GEMM whose
     B rows start off 32-byte sectors, with two tile rows or more and tiles for half the SMs or
-    more, gets the chosen tile's 2-CTA twin (b_rows_off_sectors). A grid over one wave may get a
-    ping-pong tile instead of a cooperative one (pingpong_choice). Narrow and swap-AB tiles
+    more, gets the chosen tile's 2-CTA twin (b_rows_off_sectors). A grid over one wave, or over
+    a short K, may get a ping-pong tile instead of a cooperative one (pingpong_choice). Narrow and swap-AB tiles
     stay out of the wave-cost choice; one GEMM gets one where they measured faster
     (narrow_choice, then swap_ab_choice)."""
     valid = [c for c in spec.configs if not cfgs.problems(c, spec, limits) and serves(spec, c, problem)]
@@ -331,14 +332,14 @@ def pingpong_choice(spec: KernelSpec, preferred: list[cfgs.TileConfig], costs: d
     """The first ping-pong config instead of a cooperative `chosen` for a grid of more than one
     wave, where its wave cost is no higher and its tile at least PINGPONG_MIN_AREA of chosen's
     (PINGPONG_MIN_AREA_SHORT over at most SHORT_K_TILES K-tiles: for one GEMM on the first
-    config, not a cluster twin, a grid of more than half a wave; else of one to SHORT_GRID_WAVES
-    waves; same cluster shape):
+    config, not a cluster twin, at any grid size; else for one to SHORT_GRID_WAVES waves; same
+    cluster shape):
     the epilogues hidden, for no more waves and little more operand traffic."""
     tiles = sum(chosen.tiles(p.m, p.n) for p in group) if group else chosen.tiles(problem.m, problem.n)
     wave = limits.sm_count * max(resident_blocks(spec, chosen, limits), 1)
     first = chosen is preferred[0] and chosen.cluster_size == 1 and not group and not b_rows_off_sectors(problem)
     short = -(-problem.k // chosen.block_k) <= SHORT_K_TILES and \
-        (2 * tiles > wave if first else wave < tiles <= SHORT_GRID_WAVES * wave)
+        (first or wave < tiles <= SHORT_GRID_WAVES * wave)
     if spec.op != "gemm" or chosen.pingpong or (tiles <= wave and not short):
         return chosen
     least = PINGPONG_MIN_AREA_SHORT if short else PINGPONG_MIN_AREA
