@@ -284,7 +284,6 @@ def test_scaled_mm_bias_graph_compile_and_long_k():
     assert mine <= 2 * theirs
 
 
-
 @pytest.mark.gpu
 @gpu
 @pytest.mark.parametrize("config", ["128x128p", "128x192p", "16x128sp"])
@@ -304,11 +303,11 @@ def test_row_scales_in_any_layout_give_the_same_product(config):
     for view in (strided, off_pair):
         assert torch.equal(zoo.scaled_mm(qa, qb, sa, view, out_dtype=torch.float32, config=config), want)
     one_a, one_b = sa[:1, :].expand(sa.shape[0], 1), sb[:, :1].expand(1, n)
-    assert torch.equal(zoo.scaled_mm(qa, qb, one_a, one_b, out_dtype=torch.float32, config=config),
-                       zoo.scaled_mm(qa, qb, one_a.contiguous(), one_b.contiguous(), out_dtype=torch.float32,
-                                     config=config))
-    assert torch.equal(zoo.scaled_mm(qa, qb, one_a, one_b, out_dtype=torch.float32, config=config),
-                       zoo.scaled_mm(qa, qb, sa[0, 0], sb[0, 0], out_dtype=torch.float32, config=config))
+    expanded = zoo.scaled_mm(qa, qb, one_a, one_b, out_dtype=torch.float32, config=config)
+    assert torch.equal(expanded, zoo.scaled_mm(qa, qb, one_a.contiguous(), one_b.contiguous(),
+                                               out_dtype=torch.float32, config=config))
+    assert torch.equal(expanded, zoo.scaled_mm(qa, qb, sa[0, 0], sb[0, 0], out_dtype=torch.float32, config=config))
+
 
 @pytest.mark.gpu
 @gpu

@@ -197,13 +197,14 @@ PINGPONG_MIN_AREA = 0.75  # of the cooperative tile's area: 128x192 against 128x
 # under it, is a large part of its time: there a ping-pong tile of half its area pays. For one
 # GEMM on the first config (128x256), not a cluster twin, at any grid size (a grid of 128x256
 # tiles for under half the SMs has got a smaller tile by its wave cost already); for the
-# others (groups, twins), at one to SHORT_GRID_WAVES waves, as first measured. On an H200 (CUDA-graph replays, inputs out of L2; NOTES.md, "Short
-# grids take half-size ping-pong tiles", "Short K on half-size ping-pong tiles"): x W^T at 8192
-# x 1024 x 1024 bf16 with 128x128pp 29.2 us against 30.9 for 128x256 (torch 29.2); fp16, % of
-# torch.mm, 128x128pp against 128x256: 2048^3 (one wave) 100.3 against 98.5, 3000 x 11008 x
-# 1024 104.0 against 97.2, 4096 x 8192 x 2048 104.0 against 98.3, 16384 x 4096 x 2048 110.2
-# against 99.9. At 64 K-tiles it was mixed (4096^3 97.5 against 98.8, 16384 x 4096 x 4096
-# 104.2 against 100.6): not taken.
+# others (groups, twins), at one to SHORT_GRID_WAVES waves, as first measured. On an H200
+# (CUDA-graph replays, inputs out of L2; NOTES.md, "Short grids take half-size ping-pong
+# tiles", "Short K on half-size ping-pong tiles"): x W^T at 8192 x 1024 x 1024 bf16 with
+# 128x128pp 29.2 us against 30.9 for 128x256 (torch 29.2); fp16, % of torch.mm, 128x128pp
+# against 128x256: 2048^3 (one wave) 100.3 against 98.5, 3000 x 11008 x 1024 104.0 against
+# 97.2, 4096 x 8192 x 2048 104.0 against 98.3, 16384 x 4096 x 2048 110.2 against 99.9. At 64
+# K-tiles it was mixed (4096^3 97.5 against 98.8, 16384 x 4096 x 4096 104.2 against 100.6):
+# not taken.
 SHORT_K_TILES = 32
 SHORT_GRID_WAVES = 2
 PINGPONG_MIN_AREA_SHORT = 0.5
@@ -246,9 +247,9 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
     launch, `group` holds all its problems and their tiles are counted together. One GEMM whose
     B rows start off 32-byte sectors, with two tile rows or more and tiles for half the SMs or
     more, gets the chosen tile's 2-CTA twin (b_rows_off_sectors). A grid over one wave, or over
-    a short K, may get a ping-pong tile instead of a cooperative one (pingpong_choice). Narrow and swap-AB tiles
-    stay out of the wave-cost choice; one GEMM gets one where they measured faster
-    (narrow_choice, then swap_ab_choice)."""
+    a short K, may get a ping-pong tile instead of a cooperative one (pingpong_choice). Narrow
+    and swap-AB tiles stay out of the wave-cost choice; one GEMM gets one where they measured
+    faster (narrow_choice, then swap_ab_choice)."""
     valid = [c for c in spec.configs if not cfgs.problems(c, spec, limits) and serves(spec, c, problem)]
     if not valid:
         raise ZooError(f"no config of {spec.name} fits {limits.part} ({limits.arch})")
@@ -335,12 +336,14 @@ def pingpong_choice(spec: KernelSpec, preferred: list[cfgs.TileConfig], costs: d
     config, not a cluster twin, at any grid size; else for one to SHORT_GRID_WAVES waves; same
     cluster shape):
     the epilogues hidden, for no more waves and little more operand traffic."""
+    if spec.op != "gemm" or chosen.pingpong:
+        return chosen
     tiles = sum(chosen.tiles(p.m, p.n) for p in group) if group else chosen.tiles(problem.m, problem.n)
     wave = limits.sm_count * max(resident_blocks(spec, chosen, limits), 1)
     first = chosen is preferred[0] and chosen.cluster_size == 1 and not group and not b_rows_off_sectors(problem)
     short = -(-problem.k // chosen.block_k) <= SHORT_K_TILES and \
         (first or wave < tiles <= SHORT_GRID_WAVES * wave)
-    if spec.op != "gemm" or chosen.pingpong or (tiles <= wave and not short):
+    if tiles <= wave and not short:
         return chosen
     least = PINGPONG_MIN_AREA_SHORT if short else PINGPONG_MIN_AREA
     area = chosen.block_m * chosen.block_n
