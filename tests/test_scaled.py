@@ -53,7 +53,7 @@ def test_fp8_config_rules():
     assert configs.problems(good, FP8, H100) == []
     wide = configs.TileConfig("w", 128, 256, 128, 64, 256, 4, 384, promote=1)   # 2 x 128 accumulators
     assert any("do not fit" in p for p in configs.problems(wide, FP8, H100))
-    wider = FP8.config("128x192p")  # 2 x 96 accumulators: fits; a slice of 192 columns spans two scale blocks
+    wider = FP8.config("128x192p")  # 2 x 96 accumulators: fits
     assert configs.problems(wider, FP8, H100) == []
     blockwise = FP8.config("128x128pb")  # the blockwise recipe's build serves that recipe alone, and only it
     assert configs.problems(blockwise, FP8, H100) == []
@@ -64,9 +64,13 @@ def test_fp8_config_rules():
         not registry.serves(FP8, blockwise, fp8_problem(4096, 4096, 4096))
     assert "name a config with block_scales: 1" in registry.fp8_refusal(good, fp8_problem(64, 64, 128, block=True))
     assert "name a config with block_scales: 0" in registry.fp8_refusal(blockwise, fp8_problem(64, 64, 128))
-    for m, n, k in ((8192, 8192, 8192), (4096, 4096, 4096), (16384, 4096, 4096), (128, 4096, 4096)):
+    wide_block = FP8.config("128x192pb")  # slices of 192 columns: two blocks of B's scales
+    for m, n, k in ((4096, 4096, 4096), (128, 4096, 4096)):
         assert registry.select(H100, fp8_problem(m, n, k, block=True), op="scaled")[1] == blockwise
-    assert any("warp_n must divide it" in p for p in configs.problems(replace(wider, block_scales=1), FP8, H100))
+    for m, n, k in ((8192, 8192, 8192), (16384, 4096, 4096)):
+        assert registry.select(H100, fp8_problem(m, n, k, block=True), op="scaled")[1] == wide_block
+    assert configs.problems(replace(wider, block_scales=1, stages=4), FP8, H100) == []
+    assert any("may span more than two" in p for p in configs.problems(replace(wider, warp_n=160, block_n=160, block_scales=1), FP8, H100))
     assert any("block_scales needs promote: 1" in p for p in
                configs.problems(replace(FP8.config("128x128"), block_scales=1), FP8, H100))
     # promoted_choice: the wider tile where its wave cost, 5% off, is the lower (measured faster
@@ -75,7 +79,8 @@ def test_fp8_config_rules():
                               (16384, 4096, 4096, wider), (16384, 11008, 4096, wider), (4096, 11008, 4096, good),
                               (1024, 4096, 4096, good), (128, 11008, 4096, good), (256, 11008, 4096, wider)):
         assert registry.select(H100, fp8_problem(m, n, k), op="scaled")[1] == expected, (m, n, k)
-        assert registry.select(H100, fp8_problem(m, n, k, block=True), op="scaled")[1] == blockwise
+        assert registry.select(H100, fp8_problem(m, n, k, block=True), op="scaled")[1] == \
+            (wide_block if expected == wider else blockwise), (m, n, k)
     assert registry.select(H100, fp8_problem(256, 11008, 4096), op="scaled", config_name="128x192p")[1] == wider
     short = configs.TileConfig("s", 128, 128, 64, 64, 128, 6, 384)
     assert any("block_k 64 must be 128" in p for p in configs.problems(short, FP8, H100))
@@ -87,6 +92,7 @@ def test_fp8_config_rules():
 @pytest.mark.parametrize("name, mma", [("128x128p", "QGMMA.64x128x32.F32.E4M3.E4M3"),
                                        ("128x128pb", "QGMMA.64x128x32.F32.E4M3.E4M3"),
                                        ("128x192p", "QGMMA.64x192x32.F32.E4M3.E4M3"),
+                                       ("128x192pb", "QGMMA.64x192x32.F32.E4M3.E4M3"),
                                        ("128x256", "QGMMA.64x256x32.F32.E4M3.E4M3"),
                                        ("16x128sp", "QGMMA.64x16x32.F32.E4M3.E4M3")])
 def test_fp8_sass_is_e4m3_wgmma_without_local_memory(name, mma):
@@ -103,9 +109,10 @@ def test_fp8_sass_is_e4m3_wgmma_without_local_memory(name, mma):
     assert ("LDGSTS.E" in ops and "ARRIVES.LDGSTSBAR.64.ARVCNT" in ops) == bool(cfg.block_scales)
     assert not any(op.startswith(("HGMMA", "HMMA", "LDL", "STL")) for op in ops)
     # promotion: each K-tile's sums added into fp32 registers times the K-tile's scales in the
-    # blockwise build (FFMA); plainly in the others' (FADD: no scale read or multiply between
-    # a consumer's MMAs and its next issue), which have no FFMA at all
-    assert (ops.get("FFMA", 0) >= cfg.warp_n // 2) == bool(cfg.block_scales)
+    # blockwise builds (FFMA; 128x192pb's two column-block splits also as FMUL + FADD); plainly
+    # in the others' (FADD: no scale read or multiply between a consumer's MMAs and its next
+    # issue), which have no FFMA at all
+    assert (ops.get("FFMA", 0) >= 64) == bool(cfg.block_scales)
 
 
 def test_scaled_mm_refuses_before_launching():
@@ -189,12 +196,14 @@ def test_scaled_mm_matches_float64_as_closely_as_torch(recipe, out_dtype, fast):
 @gpu
 @pytest.mark.parametrize("m, n, k, splits", [(4096, 4096, 1024, 1), (200, 384, 8192, 8), (77, 592, 2048, 2),
                                              (1000, 640, 4096, 3)])
-def test_block_scales_staged_per_k_tile_are_each_tiles_own(m, n, k, splits):
+@pytest.mark.parametrize("config", [None, "128x192pb"])
+def test_block_scales_staged_per_k_tile_are_each_tiles_own(m, n, k, splits, config):
     """The block recipe's scales staged with each K-tile (stage_block_scales), where torch's
     blockwise cannot check them: a CTA's several tiles (4096^2: 1024 tiles), K slices (split-K;
     the count asserted from the plan) and N past the last whole 128-column block (592, which
     torch refuses). Every block's scale far from its neighbours' (0.05-20): a scale taken from
-    another K-tile, row or column block is off by O(1), not by rounding."""
+    another K-tile, row or column block is off by O(1), not by rounding. Also on 128x192pb,
+    whose consumers' 192 columns start at 0 or 64 inside a block and take two blocks' scales."""
     g = torch.Generator(device="cuda").manual_seed(5)
     kb, nb = k // 128, -(-n // 128)
     spread = lambda *shape: torch.exp(torch.empty(*shape, device="cuda").uniform_(-3, 3, generator=g))  # noqa: E731
@@ -204,9 +213,11 @@ def test_block_scales_staged_per_k_tile_are_each_tiles_own(m, n, k, splits):
     qa, sa = fp8.quantize(a, "block", operand="a")
     qb_whole, sb = fp8.quantize(w.t(), "block", operand="b")  # whole blocks, then N's first n columns
     qb = qb_whole[:, :n]
-    plan = scaled.plan(qa, qb, sa, sb, None, torch.float32, False)
-    assert (plan.launch.split_k is not None) == (splits > 1) and plan.launch.choice[1] == "128x128pb"
-    y = zoo.scaled_mm(qa, qb, sa, sb, out_dtype=torch.float32)
+    plan = scaled.plan(qa, qb, sa, sb, None, torch.float32, False, config=config)
+    assert plan.launch.choice[1] == (config or "128x128pb")
+    if config is None:
+        assert (plan.launch.split_k is not None) == (splits > 1)
+    y = zoo.scaled_mm(qa, qb, sa, sb, out_dtype=torch.float32, config=config)
     ref = fp8.dequantize(qa, sa, "block", "a").double() @ fp8.dequantize(qb_whole, sb, "block", "b").double()[:, :n]
     assert ((y.double() - ref).norm() / ref.norm()).item() <= FLOOR[torch.float32]
 
@@ -217,8 +228,8 @@ def test_block_scales_staged_per_k_tile_are_each_tiles_own(m, n, k, splits):
 @pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float32])
 def test_the_wider_promoted_tile_matches_float64_as_closely_as_torch(recipe, out_dtype):
     """128x192p (2 consumers of 64 x 192, promoted): per tensor and per row, odd shapes and a
-    long K, within torch's bound; the block recipe is refused on it (not its build: a
-    consumer's columns would span two blocks of B's scales)."""
+    long K, within torch's bound; the block recipe is refused on it (128x192pb is that
+    recipe's build of the tile)."""
     for m, n, k in ((256, 576, 384), (77, 384, 256), (300, 16 * 37, 512), (1000, 2048, 1024), (128, 256, 16384)):
         qa, qb, sa, sb = operands(m, n, k, recipe)
         y = zoo.scaled_mm(qa, qb, sa, sb, out_dtype=out_dtype, config="128x192p")

@@ -429,7 +429,15 @@ struct Scales {
 };
 constexpr int SCALE_BLOCK = 128;  // the blockwise recipe's blocks along K and N
 static_assert(!FP8 || BK == SCALE_BLOCK, "an FP8 K-tile is one 128-byte row: one K block of the scales");
-static_assert(!BLOCK_SCALES || SCALE_BLOCK % WG_N == 0, "a blockwise consumer's columns lie in one block of B's scales");
+// A blockwise consumer's columns lie in one block of B's scales, or (a slice wider than a
+// divisor of the block, e.g. 192) in two: the slice starts on a multiple of SCALE_STEP columns
+// inside a block, 0 or SCALE_STEP, so the columns of its first SPLIT (8-column groups) take
+// the first block's scale and the rest the second's.
+constexpr int gcd_int(int a, int b) { return b == 0 ? a : gcd_int(b, a % b); }
+constexpr int SCALE_STEP = gcd_int(WG_N, SCALE_BLOCK);
+constexpr int SCALE_SETS = BLOCK_SCALES && SCALE_BLOCK % WG_N != 0 ? 2 : 1;
+static_assert(SCALE_SETS == 1 || (SCALE_BLOCK == 2 * SCALE_STEP && WG_N <= SCALE_BLOCK + SCALE_STEP),
+              "a blockwise consumer's columns span at most two blocks of B's scales, starting at 0 or half a block");
 
 // BOXES TMA boxes of 128-byte columns side by side, rows row0.. of columns col0 + 64 i (box i
 // at dst + i * box_bytes): B's N-major boxes, or A^T's M-major ones; multicast to `mask`.
@@ -970,14 +978,15 @@ __device__ __forceinline__ void issue_promoted(float (&part)[R][N], unsigned lon
   for (int ks = 0; ks < K_STEPS; ++ks)
     mma_step<BF16>(part, a + ((ks * A_K_STEP_BYTES) >> 4), b + ((ks * 32) >> 4), ks > 0 ? 1 : 0);
 }
-template <int R, int N>
+// SPLIT: the 8-column groups (4 accumulators each) that take the first block's scales f[0].
+template <int SPLIT, int R, int N>
 __device__ __forceinline__ void add_promoted(float (&acc)[M_SUBS][ACC_REGS], float (&part)[R][N],
-                                             const float (&f)[M_SUBS][2]) {
+                                             const float (&f)[SCALE_SETS][M_SUBS][2]) {
   fence_accumulators(part);
 #pragma unroll
   for (int s = 0; s < R; ++s)
 #pragma unroll
-    for (int i = 0; i < N; ++i) acc[s][i] += part[s][i] * f[s][(i / 2) % 2];
+    for (int i = 0; i < N; ++i) acc[s][i] += part[s][i] * f[i / 4 < SPLIT ? 0 : SCALE_SETS - 1][s][(i / 2) % 2];
 }
 
 // Hardware barriers 1..CONSUMERS: one consumer warpgroup's own steps; the next two: the
@@ -1089,20 +1098,28 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       // builds, whose scales wait for the epilogue. b_slot: the column block of this consumer's
       // slice, counted from the tile's first (a blockwise config's slices lie in one block).
       const int b_slot = (tile_n * BN + wg_n0) / SCALE_BLOCK - tile_n * BN / SCALE_BLOCK;
-      auto block_scales = [&](float (&f)[M_SUBS][2], int s_stage) {
+      auto block_scales = [&](float (&f)[SCALE_SETS][M_SUBS][2], int s_stage) {
         const unsigned slot = scale_smem + s_stage * SCALE_SLOT_BYTES;
-        const float sb = BLOCK_SCALES ? __uint_as_float(ld_shared_u32(slot + BM * 4 + 4 * b_slot)) : 1.f;
+        float sb[SCALE_SETS];
+#pragma unroll
+        for (int q = 0; q < SCALE_SETS; ++q)
+          sb[q] = BLOCK_SCALES ? __uint_as_float(ld_shared_u32(slot + BM * 4 + 4 * (b_slot + q))) : 1.f;
 #pragma unroll
         for (int s = 0; s < M_SUBS; ++s)
 #pragma unroll
-          for (int h = 0; h < 2; ++h)
-            f[s][h] = BLOCK_SCALES ? __uint_as_float(ld_shared_u32(slot + 4 * (thread_row + 64 * s + 8 * h))) * sb : 1.f;
+          for (int h = 0; h < 2; ++h) {
+            const float sa = BLOCK_SCALES ? __uint_as_float(ld_shared_u32(slot + 4 * (thread_row + 64 * s + 8 * h))) : 1.f;
+#pragma unroll
+            for (int q = 0; q < SCALE_SETS; ++q) f[q][s][h] = BLOCK_SCALES ? sa * sb[q] : 1.f;
+          }
       };
+      // Two blocks: this tile's slice starts at 0 or SCALE_STEP inside its first block.
+      const bool half_split = SCALE_SETS == 2 && (tile_n * BN + wg_n0) % SCALE_BLOCK != 0;
       // The wait for the next K-tile's stage (and its scales' loads) runs while this K-tile's
       // MMAs do, so between its MMAs' end and its next issue a consumer only adds and waits for
       // its turn: that span must stay under the other consumer's MMAs (NOTES.md, "The FP8
       // consumers' critical path").
-      float f[M_SUBS][2];
+      float f[SCALE_SETS][M_SUBS][2];
       if (w.kt_begin < w.kt_end) {
         mbar_wait(full_bar + 8 * stage, phase);
         block_scales(f, stage);
@@ -1118,23 +1135,30 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
           named_barrier_arrive(ORDER_BARRIER + 1 - consumer, 2 * WG_THREADS);
         const int issued = stage;
         if (++stage == STAGES) stage = 0, phase ^= 1;
-        float f_next[M_SUBS][2];
+        float f_next[SCALE_SETS][M_SUBS][2];
         if (kt + 1 < w.kt_end) {
           mbar_wait(full_bar + 8 * stage, phase);
           block_scales(f_next, stage);
         } else {  // past the unit's last K-tile: 1, so that f stays a constant 1 in the plain builds
 #pragma unroll
-          for (int s = 0; s < M_SUBS; ++s) f_next[s][0] = f_next[s][1] = 1.f;
+          for (int q = 0; q < SCALE_SETS; ++q)
+#pragma unroll
+            for (int s = 0; s < M_SUBS; ++s) f_next[q][s][0] = f_next[q][s][1] = 1.f;
         }
         // The slot of `issued` is refilled once the stage is released (lane 0 of each warp,
         // after the wgmma wait): its LDS were issued a K-tile earlier.
         wgmma_wait<0>();
         release(empty_bar + 8 * issued, lane);
-        add_promoted(acc, part, f);
+        if (SCALE_SETS == 2 && half_split)
+          add_promoted<SCALE_STEP / 8>(acc, part, f);
+        else
+          add_promoted<SCALE_BLOCK / 8>(acc, part, f);
 #pragma unroll
-        for (int s = 0; s < M_SUBS; ++s)
+        for (int q = 0; q < SCALE_SETS; ++q)
 #pragma unroll
-          for (int h = 0; h < 2; ++h) f[s][h] = f_next[s][h];
+          for (int s = 0; s < M_SUBS; ++s)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) f[q][s][h] = f_next[q][s][h];
       }
     }
     for (int kt = w.kt_begin; kt < (PROMOTE ? w.kt_begin : w.kt_end); ++kt) {  // unpromoted builds' loop

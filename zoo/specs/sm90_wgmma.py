@@ -4,6 +4,7 @@ memory, register split, TMA boxes, cluster rules and SASS."""
 from __future__ import annotations
 
 import ctypes
+import math
 from dataclasses import replace
 
 from .. import configs as cfgs
@@ -311,9 +312,11 @@ def _fp8_rules(c: cfgs.TileConfig) -> list[str]:
     if c.block_k != FP8_SWIZZLE_COLS:
         out.append(f"block_k {c.block_k} must be {FP8_SWIZZLE_COLS}: one 128-byte swizzled row of e4m3 per K-tile "
                    "(and one K block of the blockwise scales)")
-    if c.block_scales and SCALE_BLOCK % c.warp_n:
-        out.append(f"a blockwise consumer's {c.warp_n} columns span more than one {SCALE_BLOCK}-wide block of "
-                   "B's scales: warp_n must divide it")
+    step = math.gcd(c.warp_n, SCALE_BLOCK)  # a consumer's slice starts on a multiple of it inside a block
+    if c.block_scales and SCALE_BLOCK % c.warp_n and (2 * step != SCALE_BLOCK or c.warp_n > SCALE_BLOCK + step):
+        out.append(f"a blockwise consumer's {c.warp_n} columns may span more than two {SCALE_BLOCK}-wide blocks of "
+                   f"B's scales: warp_n must divide {SCALE_BLOCK}, or start at 0 or {SCALE_BLOCK // 2} inside one and "
+                   f"be at most {SCALE_BLOCK + SCALE_BLOCK // 2}")
     if c.block_scales and c.swap_ab:
         out.append("the blockwise recipe's build has no swap-AB tiles (its scales are applied by C rows)")
     accumulators = (c.warp_m // 2 if c.swap_ab else c.warp_m // 64 * c.warp_n // 2) * (2 if c.promote else 1)
