@@ -35,14 +35,21 @@ def test_scaled_problems_get_fp8_configs_that_promote_as_asked(promote):
 
 
 def test_few_rows_take_the_swap_ab_tile_where_it_serves_the_recipe():
-    """M <= 16, per tensor or per row (promoted): 16x128sp, which spends no MMA on rows past M;
-    more rows (a small grid too: the 16-bit tiles' small-grid rule was not measured for FP8),
-    fast accumulation (no swap-AB build) and the block recipe (a build of its own) keep the
-    128-row tiles. Its rules: no blockwise swap build."""
+    """M <= 16, per tensor or per row (promoted): 16x128sp, which spends no MMA on rows past M.
+    More rows, where 128-row tiles would leave over half the SMs idle or their rows half empty:
+    the swap tile with the most tiles in one wave, the shortest among equals (the pick measured
+    fastest on an H200 in 21 of 22 shapes and recipes; NOTES.md, "Small-M FP8 tiles"). Grids of
+    full 128-row tiles, fast accumulation (no swap-AB build) and the block recipe (a build of
+    its own) keep the 128-row tiles. Its rules: no blockwise swap build."""
     for m in (1, 5, 16):
         assert registry.select(H100, fp8_problem(m, 4096, 4096), op="scaled")[1].name == "16x128sp"
-    for problem in (fp8_problem(17, 4096, 4096), fp8_problem(256, 384, 512), fp8_problem(1, 4096, 4096, promote=False),
-                    fp8_problem(1, 4096, 4096, block=True)):
+    for (m, n, k), name in (((64, 4096, 4096), "16x128sp"), ((128, 4096, 4096), "32x128sp"),
+                            ((32, 11008, 4096), "32x128sp"), ((64, 11008, 4096), "64x128sp"),
+                            ((256, 4096, 4096), "64x128sp"), ((256, 384, 512), "16x128sp"),
+                            ((512, 1024, 4096), "32x128sp")):
+        assert registry.select(H100, fp8_problem(m, n, k), op="scaled")[1].name == name, (m, n, k)
+    for problem in (fp8_problem(128, 11008, 4096), fp8_problem(512, 4096, 4096), fp8_problem(64, 32000, 4096),
+                    fp8_problem(1, 4096, 4096, promote=False), fp8_problem(1, 4096, 4096, block=True)):
         assert not registry.select(H100, problem, op="scaled")[1].swap_ab, problem
     swap_block = replace(FP8.config("16x128sp"), block_scales=1)
     assert any("no swap-AB tiles" in p for p in configs.problems(swap_block, FP8, H100))
@@ -94,7 +101,9 @@ def test_fp8_config_rules():
                                        ("128x192p", "QGMMA.64x192x32.F32.E4M3.E4M3"),
                                        ("128x192pb", "QGMMA.64x192x32.F32.E4M3.E4M3"),
                                        ("128x256", "QGMMA.64x256x32.F32.E4M3.E4M3"),
-                                       ("16x128sp", "QGMMA.64x16x32.F32.E4M3.E4M3")])
+                                       ("16x128sp", "QGMMA.64x16x32.F32.E4M3.E4M3"),
+                                       ("32x128sp", "QGMMA.64x32x32.F32.E4M3.E4M3"),
+                                       ("64x128sp", "QGMMA.64x64x32.F32.E4M3.E4M3")])
 def test_fp8_sass_is_e4m3_wgmma_without_local_memory(name, mma):
     cfg = FP8.config(name)
     cubin = cuda.compile_cubin(FP8.source, "sm_90a", FP8.defines(cfg, b_col=True))
@@ -247,14 +256,16 @@ def test_the_wider_promoted_tile_matches_float64_as_closely_as_torch(recipe, out
 @gpu
 @pytest.mark.parametrize("recipe", ["tensor", "row"])
 @pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float32])
-def test_the_swap_ab_tile_matches_float64_as_closely_as_torch(recipe, out_dtype):
-    """16x128sp (C^T tiles of 16 rows, promoted): one row to several row tiles, N past the last
-    whole 128-column tile, a long K cut into slices (16 x 256 x 16384: split-K), a bias; within
-    torch's bound, and the zoo's own choice for the few-row shapes."""
-    for m, n, k in ((1, 4096, 4096), (5, 592, 512), (16, 256, 16384), (40, 384, 256), (77, 592, 2048)):
+@pytest.mark.parametrize("config", ["16x128sp", "32x128sp", "64x128sp"])
+def test_the_swap_ab_tile_matches_float64_as_closely_as_torch(recipe, out_dtype, config):
+    """The swap tiles (C^T tiles of 16, 32 or 64 rows, promoted): one row to several row tiles,
+    N past the last whole 128-column tile, a long K cut into slices (16 x 256 x 16384: split-K),
+    a bias; within torch's bound, and the zoo's own choice for the few-row shapes."""
+    for m, n, k in ((1, 4096, 4096), (5, 592, 512), (16, 256, 16384), (40, 384, 256), (77, 592, 2048),
+                    (130, 384, 1024)):
         qa, qb, sa, sb = operands(m, n, k, recipe)
-        y = zoo.scaled_mm(qa, qb, sa, sb, out_dtype=out_dtype, config="16x128sp")
-        if m <= 16:
+        y = zoo.scaled_mm(qa, qb, sa, sb, out_dtype=out_dtype, config=config)
+        if m <= 16 and config == "16x128sp":
             plan = scaled.plan(qa, qb, sa, sb, None, out_dtype, False)
             assert plan.launch.choice[1] == "16x128sp"
             if k >= 4096:  # 2 or 32 tiles for 132 SMs over a deep K: cut in K
@@ -265,7 +276,7 @@ def test_the_swap_ab_tile_matches_float64_as_closely_as_torch(recipe, out_dtype)
         bias = torch.randn(592, device="cuda", dtype=out_dtype)
         qa, qb, sa, sb = operands(77, 592, 512, recipe)
         want = torch._scaled_mm(qa, qb, sa, sb, bias=bias, out_dtype=out_dtype).float()
-        got = zoo.scaled_mm(qa, qb, sa, sb, bias=bias, out_dtype=out_dtype, config="16x128sp").float()
+        got = zoo.scaled_mm(qa, qb, sa, sb, bias=bias, out_dtype=out_dtype, config=config).float()
         assert ((got - want).norm() / want.norm()).item() < 1e-2
 
 
@@ -297,7 +308,7 @@ def test_scaled_mm_bias_graph_compile_and_long_k():
 
 @pytest.mark.gpu
 @gpu
-@pytest.mark.parametrize("config", ["128x128p", "128x192p", "16x128sp"])
+@pytest.mark.parametrize("config", ["128x128p", "128x192p", "16x128sp", "32x128sp"])
 def test_row_scales_in_any_layout_give_the_same_product(config):
     """The epilogue reads contiguous 8-byte-aligned column scales in pairs and one product for
     per-tensor scales: column scales with a stride of 2, 4 bytes off an 8-byte boundary, or
@@ -346,5 +357,5 @@ def test_bench_fp8_tables_each_shape_and_says_which_it_cannot_run(tmp_path):
     assert cli.main(["bench", "--dtype", "fp8", "--recipe", "row", "--shapes", "256x384x512,100x100x100",
                      "--iters", "5", "--warmup", "2", "--json", str(out)]) == 0
     rows = json.loads(out.read_text())["results"]
-    assert rows[0]["verified"] and rows[0]["config"] == "128x128p" and rows[0]["torch_tflops"] > 0
+    assert rows[0]["verified"] and rows[0]["config"] == "16x128sp" and rows[0]["torch_tflops"] > 0
     assert "multiples of 16" in rows[1]["refused"]

@@ -365,11 +365,26 @@ def swap_ab_choice(spec: KernelSpec, swapped: list[cfgs.TileConfig], limits: Arc
         holding = [c for c in swapped if c.block_m >= m]
         return min(holding, key=lambda c: c.block_m) if holding else chosen
     if spec.op == "scaled":  # the small-grid rule below was measured on 16-bit tiles only
-        return chosen
+        return scaled_small_m_choice(spec, swapped, limits, problem, chosen)
     if 2 * chosen.tiles(m, n) < limits.sm_count and -(-k // chosen.block_k) < 2 * MIN_SPLIT_K_TILES:
         costs = [wave_cost(spec, c, limits, problem) for c in swapped]
         return swapped[costs.index(min(costs))]
     return chosen
+
+
+def scaled_small_m_choice(spec: KernelSpec, swapped: list[cfgs.TileConfig], limits: ArchLimits, problem: Problem,
+                          chosen: cfgs.TileConfig) -> cfgs.TileConfig:
+    """FP8, over SWAP_AB_MAX_M rows: where `chosen` leaves over half the SMs idle or its tiles'
+    rows half empty, the swap tile with the most tiles that fit one wave (the shortest among
+    equals), else `chosen`. On an H200, per tensor, % of torch._scaled_mm (NOTES.md, "Small-M
+    FP8 tiles"): 128 x 4096 x 4096 on 32x128sp 92 (128 tiles) against 66 on 128x128p (32 tiles
+    in K slices); 64 x 11008 x 4096 on 64x128sp 99 against 74; 256 x 4096 x 4096 96 against 76.
+    128 x 11008 x 4096 (86 full tiles) stays on 128x128p: 94, against 71-78 on swap tiles."""
+    m, n = problem.m, problem.n
+    if 2 * chosen.tiles(m, n) >= limits.sm_count and 2 * m > chosen.block_m:
+        return chosen
+    fitting = [c for c in swapped if c.tiles(m, n) <= limits.sm_count * max(resident_blocks(spec, c, limits), 1)]
+    return max(fitting, key=lambda c: (c.tiles(m, n), -c.block_m)) if fitting else chosen
 
 
 def narrow_choice(spec: KernelSpec, narrow: list[cfgs.TileConfig], limits: ArchLimits, problem: Problem,

@@ -1061,7 +1061,14 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
   // one lap ahead of what has been consumed (the parity wait could not tell the laps apart).
   int turn = 0;
   for (int unit = sched.first(); unit < sched.units; unit += sched.step, ++turn) {
-    const Work<OutT> w = sched.work(unit);
+    Work<OutT> w = sched.work(unit);
+    // The unit's K range is the same in every lane, but ptxas cannot tell in the promoted builds
+    // and keeps the ring stage and the wgmma descriptors in vector registers (an R2UR before
+    // each wgmma in 32x128sp); broadcast from lane 0 it is uniform.
+    if constexpr (PROMOTE) {
+      w.kt_begin = __shfl_sync(0xffffffffu, w.kt_begin, 0);
+      w.kt_end = __shfl_sync(0xffffffffu, w.kt_end, 0);
+    }
     if (PINGPONG && turn % 2 != consumer) {
       advance_ring(stage, phase, w.kt_end - w.kt_begin);
       continue;
