@@ -358,8 +358,8 @@ def swap_ab_choice(spec: KernelSpec, swapped: list[cfgs.TileConfig], limits: Arc
     rows past M); a grid of `chosen` under half a wave whose K is too shallow for two slices
     (and that no narrow tile took: narrow_choice) gets the swap tile of the least wave cost
     (the first listed among equals): more, smaller tiles. (Deeper K, e.g. 500 x 1000 x 1000:
-    64x128 whole 10.6 us, 32x64s 13.7 on an H100.) The FP8 kernel's swap tiles take the first
-    rule only: the second was measured on 16-bit tiles (NOTES.md, "FP8 swap-AB tiles")."""
+    64x128 whole 10.6 us, 32x64s 13.7 on an H100.) Past SWAP_AB_MAX_M rows the FP8 kernel's
+    swap tiles take a rule of their own, measured on them (scaled_small_m_choice)."""
     m, n, k = problem.m, problem.n, problem.k
     if m <= SWAP_AB_MAX_M:
         holding = [c for c in swapped if c.block_m >= m]
