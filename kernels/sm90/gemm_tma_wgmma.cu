@@ -246,7 +246,7 @@ static_assert(!ROW_SUMS || (A_M_MAJOR && !PROMOTE && M_SUBS * ACC_REGS <= 128),
 // producer drops to PRODUCER_REGS and the consumers take what it frees (setmaxnreg counts
 // in multiples of 8, at most 256).
 constexpr int LAUNCH_REGS = (65536 / THREADS) / 8 * 8;
-constexpr int PRODUCER_REGS = PROMOTE && CONSUMERS == 3 ? 32 : 40;  // EXPERIMENT: three promoted consumers get 160
+constexpr int PRODUCER_REGS = 40;
 constexpr int CONSUMER_REGS_FREE =
     ((LAUNCH_REGS * THREADS - PRODUCER_REGS * WG_THREADS) / (CONSUMERS * WG_THREADS)) / 8 * 8;
 constexpr int CONSUMER_REGS = CONSUMER_REGS_FREE < 256 ? CONSUMER_REGS_FREE : 256;
@@ -291,15 +291,15 @@ static_assert(!A_M_MAJOR || (!SWAP_AB && !TF32 && BM % 64 == 0 && BK % CLUSTER_N
 #endif
 static_assert(A_STAGE_BYTES % ATOM_BYTES == 0 && B_BOX_BYTES % ATOM_BYTES == 0,
               "stages and boxes must keep 1024-byte alignment");
-static_assert(CONSUMER_REGS >= (PROMOTE ? 2 : 1) * M_SUBS * ACC_REGS + (TF32 ? 56 : PROMOTE && CONSUMERS == 3 ? 32 : 40),
+static_assert(CONSUMER_REGS >= (PROMOTE ? 2 : 1) * M_SUBS * ACC_REGS + (TF32 ? 56 : 40),
               "the accumulators must fit the consumers' registers");
 #ifdef ZOO_FP8
 #if !defined(ZOO_B_K_MAJOR) || defined(ZOO_A_M_MAJOR) || defined(ZOO_CONV) || defined(ZOO_TF32)
 #error "FP8 wgmma reads A and B K-major: a row-major A and a column-major B (ZOO_B_K_MAJOR)"
 #endif
 #endif
-static_assert(!PROMOTE || (FP8 && !PINGPONG && CONSUMERS >= 2),
-              "promotion is an FP8 build's, for two or three cooperative consumers taking turns");
+static_assert(!PROMOTE || (FP8 && !PINGPONG && CONSUMERS == 2),
+              "promotion is an FP8 build's, for two cooperative consumers taking turns");
 static_assert(!BLOCK_SCALES || (PROMOTE && !TRANSPOSED && BM % 32 == 0),
               "the blockwise recipe's scales are applied as each K-tile is promoted, staged by whole warps of rows");
 static_assert(SMEM_BYTES == ZOO_SMEM_BYTES, "host smem formula (zoo/specs/sm90_wgmma.py) disagrees with the kernel");
@@ -1132,16 +1132,14 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
         block_scales(f, stage);
       }
       for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
-        if ((CONSUMERS == 2 ? consumer == 1 : consumer != 0) || !first_issue) named_barrier(ORDER_BARRIER + consumer, 2 * WG_THREADS);
+        if (consumer == 1 || !first_issue) named_barrier(ORDER_BARRIER + consumer, 2 * WG_THREADS);
         first_issue = false;
         wgmma_fence();
         issue_promoted<BF16>(part, desc_a0 + ((stage * A_STAGE_BYTES) >> 4), desc_b0 + ((stage * B_STAGE_BYTES) >> 4));
         wgmma_commit();
         // The other consumer's turn, unless this was consumer 1's last issue of the grid.
-        if ((CONSUMERS == 2 ? consumer == 0 : consumer != CONSUMERS - 1) || kt + 1 < w.kt_end ||
-            unit + sched.step < sched.units)
-          named_barrier_arrive(ORDER_BARRIER + (CONSUMERS == 2 ? 1 - consumer : (consumer + 1) % CONSUMERS),
-                               2 * WG_THREADS);
+        if (consumer == 0 || kt + 1 < w.kt_end || unit + sched.step < sched.units)
+          named_barrier_arrive(ORDER_BARRIER + 1 - consumer, 2 * WG_THREADS);
         const int issued = stage;
         if (++stage == STAGES) stage = 0, phase ^= 1;
         float f_next[SCALE_SETS][M_SUBS][2];

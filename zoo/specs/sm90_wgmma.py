@@ -38,8 +38,7 @@ def _sm90_launch_registers(c: cfgs.TileConfig) -> int:
 def _sm90_consumer_registers(c: cfgs.TileConfig) -> int:
     """CONSUMER_REGS in the kernel: what the producer's setmaxnreg.dec frees, shared out."""
     total = _sm90_launch_registers(c) * _sm90_threads(c)[0]
-    producer = 32 if c.promote and _sm90_consumers(c) == 3 else SM90_PRODUCER_REGS  # EXPERIMENT
-    free = (total - producer * SM90_THREADS_PER_WARPGROUP) // (_sm90_consumers(c) * SM90_THREADS_PER_WARPGROUP)
+    free = (total - SM90_PRODUCER_REGS * SM90_THREADS_PER_WARPGROUP) // (_sm90_consumers(c) * SM90_THREADS_PER_WARPGROUP)
     return min(free // 8 * 8, 256)
 
 
@@ -137,7 +136,7 @@ def _sm90_tile_rules(c: cfgs.TileConfig) -> list[str]:
 
 def _sm90_register_rules(c: cfgs.TileConfig, accumulators: int, others: int, what: str) -> list[str]:
     """Two consumer warpgroups, whose registers hold `accumulators` plus `others`."""
-    if _sm90_consumers(c) != 2 and not (c.promote and _sm90_consumers(c) == 3):  # EXPERIMENT
+    if _sm90_consumers(c) != 2:
         # With 384 threads the block is launched at 168 registers; the producer frees 128 x 128
         # and the two consumers take exactly that. Other splits are not tuned or tested.
         return [f"{_sm90_consumers(c)} consumer warpgroups; the kernel's register split assumes 2"]
@@ -322,8 +321,7 @@ def _fp8_rules(c: cfgs.TileConfig) -> list[str]:
         out.append("the blockwise recipe's build has no swap-AB tiles (its scales are applied by C rows)")
     accumulators = (c.warp_m // 2 if c.swap_ab else c.warp_m // 64 * c.warp_n // 2) * (2 if c.promote else 1)
     return out + _sm90_tile_rules(c) + _sm90_register_rules(
-        c, accumulators, 32 if c.promote and c.warps == 3 else 40,
-        "fp32 accumulators (twice, promoted)" if c.promote else "fp32 accumulators")
+        c, accumulators, 40, "fp32 accumulators (twice, promoted)" if c.promote else "fp32 accumulators")
 
 
 # The same source built with ZOO_FP8 (and ZOO_B_K_MAJOR): zoo.scaled_mm's e4m3 GEMM with
