@@ -1103,7 +1103,8 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       // The blockwise build's scales of a K-tile wait in its stage's slot (stage_block_scales):
       // f = sa * sb of this thread's rows, read once the stage is full; 1 in the other recipes'
       // builds, whose scales wait for the epilogue. b_slot: the column block of this consumer's
-      // slice, counted from the tile's first (a blockwise config's slices lie in one block).
+      // slice, counted from the tile's first (where a slice spans two blocks, SCALE_SETS, the
+      // first of them).
       const int b_slot = (tile_n * BN + wg_n0) / SCALE_BLOCK - tile_n * BN / SCALE_BLOCK;
       auto block_scales = [&](float (&f)[SCALE_SETS][M_SUBS][2], int s_stage) {
         const unsigned slot = scale_smem + s_stage * SCALE_SLOT_BYTES;
@@ -1156,7 +1157,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
         // after the wgmma wait): its LDS were issued a K-tile earlier.
         wgmma_wait<0>();
         release(empty_bar + 8 * issued, lane);
-        if (SCALE_SETS == 2 && half_split)
+        if (half_split)
           add_promoted<SCALE_STEP / 8>(acc, part, f);
         else
           add_promoted<SCALE_BLOCK / 8>(acc, part, f);
