@@ -62,6 +62,14 @@ def test_fp8_config_rules():
     assert any("do not fit" in p for p in configs.problems(wide, FP8, H100))
     wider = FP8.config("128x192p")  # 2 x 96 accumulators: fits
     assert configs.problems(wider, FP8, H100) == []
+    # Three promoted consumers of 64 x 128 (2 x 64 accumulators) fit beside a 32-register
+    # producer; unpromoted, or four of them, the kernel's register split does not hold.
+    assert configs.problems(FP8.config("192x128p"), FP8, H100) == []
+    assert configs.problems(FP8.config("192x128pb"), FP8, H100) == []
+    assert any("register split assumes 2" in p for p in
+               configs.problems(replace(FP8.config("192x128p"), promote=0), FP8, H100))
+    assert any("register split assumes 2" in p for p in
+               configs.problems(replace(FP8.config("192x128p"), block_m=256, threads=640), FP8, H100))
     blockwise = FP8.config("128x128pb")  # the blockwise recipe's build serves that recipe alone, and only it
     assert configs.problems(blockwise, FP8, H100) == []
     for c in (good, wider):
@@ -72,22 +80,23 @@ def test_fp8_config_rules():
     assert "name a config with block_scales: 1" in registry.fp8_refusal(good, fp8_problem(64, 64, 128, block=True))
     assert "name a config with block_scales: 0" in registry.fp8_refusal(blockwise, fp8_problem(64, 64, 128))
     wide_block = FP8.config("128x192pb")  # slices of 192 columns: two blocks of B's scales
-    for m, n, k in ((4096, 4096, 4096), (128, 4096, 4096)):
-        assert registry.select(H100, fp8_problem(m, n, k, block=True), op="scaled")[1] == blockwise
-    for m, n, k in ((8192, 8192, 8192), (16384, 4096, 4096)):
-        assert registry.select(H100, fp8_problem(m, n, k, block=True), op="scaled")[1] == wide_block
     assert configs.problems(replace(wider, block_scales=1, stages=4), FP8, H100) == []
     assert any("may span more than two" in p for p in configs.problems(replace(wider, warp_n=160, block_n=160, block_scales=1), FP8, H100))
     assert any("block_scales needs promote: 1" in p for p in
                configs.problems(replace(FP8.config("128x128"), block_scales=1), FP8, H100))
-    # promoted_choice: the wider tile where its wave cost, 5% off, is the lower (measured faster
-    # there), else 128x128p: 4096^3 is 5.3 waves of 128x192 tiles, 7.8 of 128x128
-    for m, n, k, expected in ((4096, 4096, 4096, good), (8192, 8192, 8192, wider), (1024, 11008, 4096, wider),
-                              (16384, 4096, 4096, wider), (16384, 11008, 4096, wider), (4096, 11008, 4096, good),
-                              (1024, 4096, 4096, good), (128, 11008, 4096, good), (256, 11008, 4096, wider)):
-        assert registry.select(H100, fp8_problem(m, n, k), op="scaled")[1] == expected, (m, n, k)
-        assert registry.select(H100, fp8_problem(m, n, k, block=True), op="scaled")[1] == \
-            (wide_block if expected == wider else blockwise), (m, n, k)
+    tall, tall_block = FP8.config("192x128p"), FP8.config("192x128pb")  # three consumers in turns
+    # promoted_choice: the least wave cost over each tile's measured speed per unit of area.
+    # 4096^3 is 5.3 waves of 128x192 or 192x128 tiles, 7.8 of 128x128; 16384 x 4096 is 20.9
+    # waves of 192x128 against 21.3 of 128x192; over equal waves (8192^3) 192x128 is the
+    # blockwise recipe's best and per tensor 128x192's.
+    for m, n, k, per_tensor, block in ((4096, 4096, 4096, good, blockwise), (8192, 8192, 8192, wider, tall_block),
+                                       (1024, 11008, 4096, wider, tall_block), (16384, 4096, 4096, tall, tall_block),
+                                       (16384, 4096, 11008, tall, tall_block), (6144, 6144, 6144, wider, tall_block),
+                                       (4096, 11008, 4096, good, tall_block), (2048, 8192, 8192, good, blockwise),
+                                       (1024, 4096, 4096, good, blockwise), (128, 11008, 4096, good, blockwise),
+                                       (256, 11008, 4096, wider, wide_block)):
+        assert registry.select(H100, fp8_problem(m, n, k), op="scaled")[1] == per_tensor, (m, n, k)
+        assert registry.select(H100, fp8_problem(m, n, k, block=True), op="scaled")[1] == block, (m, n, k)
     assert registry.select(H100, fp8_problem(256, 11008, 4096), op="scaled", config_name="128x192p")[1] == wider
     short = configs.TileConfig("s", 128, 128, 64, 64, 128, 6, 384)
     assert any("block_k 64 must be 128" in p for p in configs.problems(short, FP8, H100))
@@ -100,6 +109,8 @@ def test_fp8_config_rules():
                                        ("128x128pb", "QGMMA.64x128x32.F32.E4M3.E4M3"),
                                        ("128x192p", "QGMMA.64x192x32.F32.E4M3.E4M3"),
                                        ("128x192pb", "QGMMA.64x192x32.F32.E4M3.E4M3"),
+                                       ("192x128p", "QGMMA.64x128x32.F32.E4M3.E4M3"),
+                                       ("192x128pb", "QGMMA.64x128x32.F32.E4M3.E4M3"),
                                        ("128x256", "QGMMA.64x256x32.F32.E4M3.E4M3"),
                                        ("16x128sp", "QGMMA.64x16x32.F32.E4M3.E4M3"),
                                        ("32x128sp", "QGMMA.64x32x32.F32.E4M3.E4M3"),
@@ -205,7 +216,7 @@ def test_scaled_mm_matches_float64_as_closely_as_torch(recipe, out_dtype, fast):
 @gpu
 @pytest.mark.parametrize("m, n, k, splits", [(4096, 4096, 1024, 1), (200, 384, 8192, 8), (77, 592, 2048, 2),
                                              (1000, 640, 4096, 3)])
-@pytest.mark.parametrize("config", [None, "128x192pb"])
+@pytest.mark.parametrize("config", [None, "128x192pb", "192x128pb"])
 def test_block_scales_staged_per_k_tile_are_each_tiles_own(m, n, k, splits, config):
     """The block recipe's scales staged with each K-tile (stage_block_scales), where torch's
     blockwise cannot check them: a CTA's several tiles (4096^2: 1024 tiles), K slices (split-K;
@@ -235,13 +246,14 @@ def test_block_scales_staged_per_k_tile_are_each_tiles_own(m, n, k, splits, conf
 @gpu
 @pytest.mark.parametrize("recipe", ["tensor", "row"])
 @pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float32])
-def test_the_wider_promoted_tile_matches_float64_as_closely_as_torch(recipe, out_dtype):
-    """128x192p (2 consumers of 64 x 192, promoted): per tensor and per row, odd shapes and a
-    long K, within torch's bound; the block recipe is refused on it (128x192pb is that
-    recipe's build of the tile)."""
+@pytest.mark.parametrize("config", ["128x192p", "192x128p"])
+def test_the_larger_promoted_tiles_match_float64_as_closely_as_torch(recipe, out_dtype, config):
+    """128x192p (2 consumers of 64 x 192) and 192x128p (3 of 64 x 128 in turns), promoted: per
+    tensor and per row, odd shapes and a long K, within torch's bound; the block recipe is
+    refused on them (128x192pb and 192x128pb are that recipe's builds)."""
     for m, n, k in ((256, 576, 384), (77, 384, 256), (300, 16 * 37, 512), (1000, 2048, 1024), (128, 256, 16384)):
         qa, qb, sa, sb = operands(m, n, k, recipe)
-        y = zoo.scaled_mm(qa, qb, sa, sb, out_dtype=out_dtype, config="128x192p")
+        y = zoo.scaled_mm(qa, qb, sa, sb, out_dtype=out_dtype, config=config)
         try:
             theirs = error(torch._scaled_mm(qa, qb, sa, sb, out_dtype=out_dtype), qa, qb, sa, sb, recipe)
         except RuntimeError:  # a layout torch's kernels refuse
@@ -249,7 +261,7 @@ def test_the_wider_promoted_tile_matches_float64_as_closely_as_torch(recipe, out
         assert error(y, qa, qb, sa, sb, recipe) <= bound(theirs, out_dtype), (m, n, k, theirs)
     qa, qb, sa, sb = operands(256, 512, 384, "block")
     with pytest.raises(ZooError, match="is not the blockwise recipe's build"):
-        zoo.scaled_mm(qa, qb, sa, sb, config="128x192p")
+        zoo.scaled_mm(qa, qb, sa, sb, config=config)
 
 
 @pytest.mark.gpu

@@ -281,24 +281,30 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
     return chosen
 
 
-# FP8 promoted tiles: 128x192p against 128x128p. Where both fill their waves alike the wider
-# tile runs each unit of area WIDE_PROMOTED_SPEEDUP faster (8192^3 per tensor on an H200: 96.9%
-# of torch._scaled_mm against 89.9%, with 99.3% and 97% of their last waves filled), but its
-# 192-wide tiles quantize worse: 4096^3 is 5.3 waves of them (93.0% with 128x128p against
-# 89.0%). Over the square and LLM suites the cheaper of wave_cost / speed-up was the faster
-# tile, or within 0.2% of it (NOTES.md, "The FP8 consumers' critical path").
-WIDE_PROMOTED_SPEEDUP = 1.05
+# FP8 promoted tiles: each tile's speed per unit of area against 128x128p (or 128x128pb), keyed
+# by (block_m, block_n, blockwise), measured on an H200 where both fill their waves alike. Two
+# consumers of 64x192 (128x192p): 8192^3 per tensor at 96.9% of torch._scaled_mm against 89.9%,
+# with 99.3% and 97% of their last waves filled (NOTES.md, "The FP8 consumers' critical path").
+# Three consumers of 64x128 in turns (192x128p): in the blockwise build 4-6% faster again than
+# 128x192pb over equal waves (8192^3: 94.3% against 88.8%); per tensor and per row no faster
+# than 128x192p there (100.3% against 100.8%), so it gains where its waves fall better
+# (16384 x 4096 x 11008: 100.1% against 95.4%) (NOTES.md, "Three promoted consumers"). The wider
+# tiles quantize worse: 4096^3 is 5.3 waves of either, 7.8 of 128x128.
+PROMOTED_AREA_SPEED = {(128, 192, False): 1.05, (128, 192, True): 1.05,
+                       (192, 128, False): 1.04, (192, 128, True): 1.08}
 
 
 def promoted_choice(spec: KernelSpec, preferred: list[cfgs.TileConfig], limits: ArchLimits, problem: Problem,
                     chosen: cfgs.TileConfig) -> cfgs.TileConfig:
-    """For a promoted FP8 problem: the promoted tile of least wave cost, the widest's divided by
-    WIDE_PROMOTED_SPEEDUP (`chosen` where there is one promoted tile only)."""
-    promoted = sorted((c for c in preferred if c.promote), key=lambda c: c.block_n)
+    """For a promoted FP8 problem: the promoted tile of least wave cost over its speed
+    (PROMOTED_AREA_SPEED; 1 for a tile not listed), the narrower first among equals."""
+    promoted = [c for c in preferred if c.promote]
     if len(promoted) < 2:
         return chosen
-    speed = {c: WIDE_PROMOTED_SPEEDUP if c.block_n > promoted[0].block_n else 1.0 for c in promoted}
-    return min(promoted, key=lambda c: (wave_cost(spec, c, limits, problem) / speed[c], c.block_n))
+
+    def cost(c: cfgs.TileConfig) -> float:
+        return wave_cost(spec, c, limits, problem) / PROMOTED_AREA_SPEED.get((c.block_m, c.block_n, bool(c.block_scales)), 1.0)
+    return min(promoted, key=lambda c: (cost(c), c.block_n, c.block_m))
 
 
 # A convolution of at most CONV_NARROW_MAX_N output channels on a 64-wide conv tile (128x64pp),

@@ -33,8 +33,8 @@
 //   {bf16,f16,f32}out): e4m3 A row-major and B column-major, both K-major as FP8 wgmma needs,
 //   a K-tile of 128 one-byte elements (four wgmma k32 steps), float32 dequantization scales
 //   (Scales: per tensor or row applied after the main loop). With ZOO_FP8_PROMOTE each K-tile's
-//   sums are added into the fp32 accumulators once done, the two consumers issuing their
-//   K-tiles' MMAs in turns; with ZOO_FP8_BLOCK as well (the blockwise recipe's build) each
+//   sums are added into the fp32 accumulators once done, the consumers (two, or three of 64
+//   rows each) issuing their K-tiles' MMAs in turns; with ZOO_FP8_BLOCK as well (the blockwise recipe's build) each
 //   K-tile's sums are scaled as they are added, its scales staged beside its stage. With
 //   ZOO_SWAP_AB (per tensor and per row) the tiles are C^T ones as above, both operands K-major.
 //   Built with -DZOO_A_M_MAJOR (A given column-major, as A^T (K, M) row-major: the weight
@@ -244,9 +244,11 @@ static_assert(!ROW_SUMS || (A_M_MAJOR && !PROMOTE && M_SUBS * ACC_REGS <= 128),
 
 // Registers: the block is launched at 65536 / THREADS per thread (a multiple of 8); the
 // producer drops to PRODUCER_REGS and the consumers take what it frees (setmaxnreg counts
-// in multiples of 8, at most 256).
+// in multiples of 8, at most 256). Three promoted consumers need 160 each (their sums twice,
+// 128, and 32 more): the producer keeps 32 (at 24 its block-scale copies spilled).
 constexpr int LAUNCH_REGS = (65536 / THREADS) / 8 * 8;
-constexpr int PRODUCER_REGS = 40;
+constexpr int PROMOTED_THREE = PROMOTE && CONSUMERS == 3;
+constexpr int PRODUCER_REGS = PROMOTED_THREE ? 32 : 40;
 constexpr int CONSUMER_REGS_FREE =
     ((LAUNCH_REGS * THREADS - PRODUCER_REGS * WG_THREADS) / (CONSUMERS * WG_THREADS)) / 8 * 8;
 constexpr int CONSUMER_REGS = CONSUMER_REGS_FREE < 256 ? CONSUMER_REGS_FREE : 256;
@@ -291,15 +293,15 @@ static_assert(!A_M_MAJOR || (!SWAP_AB && !TF32 && BM % 64 == 0 && BK % CLUSTER_N
 #endif
 static_assert(A_STAGE_BYTES % ATOM_BYTES == 0 && B_BOX_BYTES % ATOM_BYTES == 0,
               "stages and boxes must keep 1024-byte alignment");
-static_assert(CONSUMER_REGS >= (PROMOTE ? 2 : 1) * M_SUBS * ACC_REGS + (TF32 ? 56 : 40),
+static_assert(CONSUMER_REGS >= (PROMOTE ? 2 : 1) * M_SUBS * ACC_REGS + (TF32 ? 56 : PROMOTED_THREE ? 32 : 40),
               "the accumulators must fit the consumers' registers");
 #ifdef ZOO_FP8
 #if !defined(ZOO_B_K_MAJOR) || defined(ZOO_A_M_MAJOR) || defined(ZOO_CONV) || defined(ZOO_TF32)
 #error "FP8 wgmma reads A and B K-major: a row-major A and a column-major B (ZOO_B_K_MAJOR)"
 #endif
 #endif
-static_assert(!PROMOTE || (FP8 && !PINGPONG && CONSUMERS == 2),
-              "promotion is an FP8 build's, for two cooperative consumers taking turns");
+static_assert(!PROMOTE || (FP8 && !PINGPONG && CONSUMERS >= 2),
+              "promotion is an FP8 build's, for two or three cooperative consumers taking turns");
 static_assert(!BLOCK_SCALES || (PROMOTE && !TRANSPOSED && BM % 32 == 0),
               "the blockwise recipe's scales are applied as each K-tile is promoted, staged by whole warps of rows");
 static_assert(SMEM_BYTES == ZOO_SMEM_BYTES, "host smem formula (zoo/specs/sm90_wgmma.py) disagrees with the kernel");
@@ -990,7 +992,7 @@ __device__ __forceinline__ void add_promoted(float (&acc)[M_SUBS][ACC_REGS], flo
 }
 
 // Hardware barriers 1..CONSUMERS: one consumer warpgroup's own steps; the next two: the
-// ping-pong consumers' turns (bar ORDER_BARRIER + c: consumer c may issue its MMAs).
+// ping-pong or promoted consumers' turns (bar ORDER_BARRIER + c: consumer c may issue its MMAs).
 constexpr int ORDER_BARRIER = 1 + CONSUMERS;
 
 // ---- Consumers: warpgroup `consumer` computes rows wg_m0.., columns wg_n0.. of each tile.
@@ -1092,13 +1094,14 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
     int prev_stage = -1;
     if constexpr (PROMOTE) {
       // Each K-tile's MMAs into `part` (fresh), waited for, then times the K-tile's block
-      // scales added into acc in fp32. While one consumer adds, the other's MMAs must keep the
-      // tensor cores busy: the two issue their K-tiles' MMAs in strict turns (ORDER_BARRIER
-      // + c: consumer c may issue), so one's MMAs run while the other waits for and adds its
-      // own. Left to themselves both wait on the same stage, issue together, finish together
-      // and add together, the tensor cores idle meanwhile. (Two sets of sums, one in flight
-      // while the other is added, made ptxas wait for every wgmma before the next: reading a
-      // set while another group is pending is more than it tracks.)
+      // scales added into acc in fp32. While one consumer adds, another's MMAs must keep the
+      // tensor cores busy: they issue their K-tiles' MMAs in strict turns (ORDER_BARRIER + c:
+      // consumer c may issue), so one's MMAs run while the other waits for and adds its own
+      // (three consumers: while the other two's run). Left to themselves they wait on the same
+      // stage, issue together, finish together and add together, the tensor cores idle
+      // meanwhile. (Two sets of sums, one in flight while the other is added, made ptxas wait
+      // for every wgmma before the next: reading a set while another group is pending is more
+      // than it tracks.)
       zero_accumulators(acc);
       // The blockwise build's scales of a K-tile wait in its stage's slot (stage_block_scales):
       // f = sa * sb of this thread's rows, read once the stage is full; 1 in the other recipes'
@@ -1133,14 +1136,19 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
         block_scales(f, stage);
       }
       for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
-        if (consumer == 1 || !first_issue) named_barrier(ORDER_BARRIER + consumer, 2 * WG_THREADS);
+        // (The turns' tests are spelt for two consumers as they were measured: the general
+        // forms compile two consumers' builds differently.)
+        if ((CONSUMERS == 2 ? consumer == 1 : consumer != 0) || !first_issue)
+          named_barrier(ORDER_BARRIER + consumer, 2 * WG_THREADS);
         first_issue = false;
         wgmma_fence();
         issue_promoted<BF16>(part, desc_a0 + ((stage * A_STAGE_BYTES) >> 4), desc_b0 + ((stage * B_STAGE_BYTES) >> 4));
         wgmma_commit();
-        // The other consumer's turn, unless this was consumer 1's last issue of the grid.
-        if (consumer == 0 || kt + 1 < w.kt_end || unit + sched.step < sched.units)
-          named_barrier_arrive(ORDER_BARRIER + 1 - consumer, 2 * WG_THREADS);
+        // The next consumer's turn, unless this was the last consumer's last issue of the grid.
+        if ((CONSUMERS == 2 ? consumer == 0 : consumer != CONSUMERS - 1) || kt + 1 < w.kt_end ||
+            unit + sched.step < sched.units)
+          named_barrier_arrive(ORDER_BARRIER + (CONSUMERS == 2 ? 1 - consumer : (consumer + 1) % CONSUMERS),
+                               2 * WG_THREADS);
         const int issued = stage;
         if (++stage == STAGES) stage = 0, phase ^= 1;
         float f_next[SCALE_SETS][M_SUBS][2];

@@ -15,6 +15,7 @@ from .base import COLUMN_MAJOR_LAYOUTS, SCALE_BLOCK, KernelSpec
 
 SM90_THREADS_PER_WARPGROUP = 128
 SM90_PRODUCER_REGS = 40       # PRODUCER_REGS in kernels/sm90/gemm_tma_wgmma.cu
+SM90_PRODUCER_REGS_THREE = 32  # ... beside three promoted consumers (PROMOTED_THREE), which take 160
 TMA_SWIZZLE_COLS = 64         # 16-bit elements in one 128-byte swizzled row
 SWAP_AB_ROWS = (8, 16, 32, 64)  # wgmma N of the swap-AB wrappers (WgmmaSwapAB): C rows per consumer
 
@@ -35,10 +36,16 @@ def _sm90_launch_registers(c: cfgs.TileConfig) -> int:
     return (65536 // _sm90_threads(c)[0]) // 8 * 8
 
 
+def _sm90_promoted_three(c: cfgs.TileConfig) -> bool:
+    """PROMOTED_THREE in the kernel: three promoted FP8 consumers taking turns."""
+    return bool(c.promote) and _sm90_consumers(c) == 3
+
+
 def _sm90_consumer_registers(c: cfgs.TileConfig) -> int:
     """CONSUMER_REGS in the kernel: what the producer's setmaxnreg.dec frees, shared out."""
     total = _sm90_launch_registers(c) * _sm90_threads(c)[0]
-    free = (total - SM90_PRODUCER_REGS * SM90_THREADS_PER_WARPGROUP) // (_sm90_consumers(c) * SM90_THREADS_PER_WARPGROUP)
+    producer = SM90_PRODUCER_REGS_THREE if _sm90_promoted_three(c) else SM90_PRODUCER_REGS
+    free = (total - producer * SM90_THREADS_PER_WARPGROUP) // (_sm90_consumers(c) * SM90_THREADS_PER_WARPGROUP)
     return min(free // 8 * 8, 256)
 
 
@@ -135,11 +142,14 @@ def _sm90_tile_rules(c: cfgs.TileConfig) -> list[str]:
 
 
 def _sm90_register_rules(c: cfgs.TileConfig, accumulators: int, others: int, what: str) -> list[str]:
-    """Two consumer warpgroups, whose registers hold `accumulators` plus `others`."""
-    if _sm90_consumers(c) != 2:
+    """Two consumer warpgroups (three promoted FP8 ones), whose registers hold `accumulators`
+    plus `others`."""
+    if _sm90_consumers(c) != 2 and not _sm90_promoted_three(c):
         # With 384 threads the block is launched at 168 registers; the producer frees 128 x 128
-        # and the two consumers take exactly that. Other splits are not tuned or tested.
-        return [f"{_sm90_consumers(c)} consumer warpgroups; the kernel's register split assumes 2"]
+        # and the two consumers take exactly that. With 512 the producer keeps 32 and three
+        # consumers take 160. Other splits are not tuned or tested.
+        return [f"{_sm90_consumers(c)} consumer warpgroups; the kernel's register split assumes 2 "
+                "(or 3 promoted FP8 ones)"]
     if _sm90_consumer_registers(c) < accumulators + others:
         return [f"{accumulators} {what} do not fit the consumers' {_sm90_consumer_registers(c)} registers"]
     return []
@@ -321,7 +331,8 @@ def _fp8_rules(c: cfgs.TileConfig) -> list[str]:
         out.append("the blockwise recipe's build has no swap-AB tiles (its scales are applied by C rows)")
     accumulators = (c.warp_m // 2 if c.swap_ab else c.warp_m // 64 * c.warp_n // 2) * (2 if c.promote else 1)
     return out + _sm90_tile_rules(c) + _sm90_register_rules(
-        c, accumulators, 40, "fp32 accumulators (twice, promoted)" if c.promote else "fp32 accumulators")
+        c, accumulators, 32 if _sm90_promoted_three(c) else 40,
+        "fp32 accumulators (twice, promoted)" if c.promote else "fp32 accumulators")
 
 
 # The same source built with ZOO_FP8 (and ZOO_B_K_MAJOR): zoo.scaled_mm's e4m3 GEMM with
