@@ -1135,16 +1135,6 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
         mbar_wait(full_bar + 8 * stage, phase);
         block_scales(f, stage);
       }
-      // Stream-K builds: whether the CTA issues again after this unit (its last unit, the
-      // second part of its run, is empty where the run ended in its first tile).
-      bool issues_after = false;
-      if constexpr (STREAM_K) {
-        issues_after = unit + sched.step < sched.units;
-        if (issues_after && sched.tail > 0 && unit + sched.step >= sched.whole) {
-          const Work<OutT> next = sched.work(unit + sched.step);
-          issues_after = next.kt_begin < next.kt_end;
-        }
-      }
       for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
         // (The turns' tests are spelt for two consumers as they were measured: the general
         // forms compile two consumers' builds differently.)
@@ -1156,7 +1146,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
         wgmma_commit();
         // The next consumer's turn, unless this was the last consumer's last issue of the grid.
         if ((CONSUMERS == 2 ? consumer == 0 : consumer != CONSUMERS - 1) || kt + 1 < w.kt_end ||
-            (STREAM_K ? issues_after : unit + sched.step < sched.units))
+            unit + sched.step < sched.units)
           named_barrier_arrive(ORDER_BARRIER + (CONSUMERS == 2 ? 1 - consumer : (consumer + 1) % CONSUMERS),
                                2 * WG_THREADS);
         const int issued = stage;
