@@ -351,5 +351,5 @@ SM90_FP8 = replace(
     op="scaled", layouts=("row x col",), a_col_box=None, exports={}, extra_defines={"ZOO_FP8": 1},
     swap_ab=True, pingpong=True, stream_k=False, chains=False, grouped=False, promote=True,
     pipeline="{stages}-stage TMA ring of 128-byte e4m3 K-tiles: the producer warpgroup runs up to {stages} "
-             "K-tiles ahead of the two consumer warpgroups",
+             "K-tiles ahead of its consumer warpgroups",
 )
