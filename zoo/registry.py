@@ -282,14 +282,17 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
 
 
 # FP8 promoted tiles: each tile's speed per unit of area against 128x128p (or 128x128pb), keyed
-# by (block_m, block_n, blockwise), measured on an H200 where both fill their waves alike. Two
-# consumers of 64x192 (128x192p): 8192^3 per tensor at 96.9% of torch._scaled_mm against 89.9%,
-# with 99.3% and 97% of their last waves filled (NOTES.md, "The FP8 consumers' critical path").
-# Three consumers of 64x128 in turns (192x128p): in the blockwise build 4-6% faster again than
-# 128x192pb over equal waves (8192^3: 94.3% against 88.8%); per tensor and per row no faster
-# than 128x192p there (100.3% against 100.8%), so it gains where its waves fall better
-# (16384 x 4096 x 11008: 100.1% against 95.4%) (NOTES.md, "Three promoted consumers"). The wider
-# tiles quantize worse: 4096^3 is 5.3 waves of either, 7.8 of 128x128.
+# by (block_m, block_n, blockwise), measured on an H200 where both fill their waves alike.
+# - 128x192 (two consumers of 64x192): 8192^3 per tensor at 96.9% of torch._scaled_mm against
+#   89.9%, with 99.3% and 97% of their last waves filled (NOTES.md, "The FP8 consumers'
+#   critical path").
+# - 192x128 (three consumers of 64x128 in turns), blockwise: 4-6% faster again than 128x192pb
+#   over equal waves (8192^3: 94.3% against 88.8%); 1.08 fits 14 shapes' best tiles.
+# - 192x128 per tensor and per row: no faster than 128x192p over equal waves (8192^3: 100.3%
+#   against 100.8%), so 1.04 lies under 128x192's 1.05; but above 1.05 x 21 / 22, so it takes
+#   16384 x 4096 x 11008, 21 waves of it against 22 (100.1% against 95.4%).
+# (NOTES.md, "Three promoted consumers, measured".) The wider tiles quantize worse: 4096^3 is
+# 5.3 waves of either, 7.8 of 128x128.
 PROMOTED_AREA_SPEED = {(128, 192, False): 1.05, (128, 192, True): 1.05,
                        (192, 128, False): 1.04, (192, 128, True): 1.08}
 
@@ -303,7 +306,8 @@ def promoted_choice(spec: KernelSpec, preferred: list[cfgs.TileConfig], limits: 
         return chosen
 
     def cost(c: cfgs.TileConfig) -> float:
-        return wave_cost(spec, c, limits, problem) / PROMOTED_AREA_SPEED.get((c.block_m, c.block_n, bool(c.block_scales)), 1.0)
+        speed = PROMOTED_AREA_SPEED.get((c.block_m, c.block_n, bool(c.block_scales)), 1.0)
+        return wave_cost(spec, c, limits, problem) / speed
     return min(promoted, key=lambda c: (cost(c), c.block_n, c.block_m))
 
 
