@@ -216,7 +216,7 @@ def test_scaled_mm_matches_float64_as_closely_as_torch(recipe, out_dtype, fast):
 @gpu
 @pytest.mark.parametrize("m, n, k, splits", [(4096, 4096, 1024, 1), (200, 384, 8192, 8), (77, 592, 2048, 2),
                                              (1000, 640, 4096, 3)])
-@pytest.mark.parametrize("config", [None, "128x192pb", "192x128pb", "192x128pbc2", "128x128pbc2"])  # EXPERIMENT: c2
+@pytest.mark.parametrize("config", [None, "128x192pb", "192x128pb"])
 def test_block_scales_staged_per_k_tile_are_each_tiles_own(m, n, k, splits, config):
     """The block recipe's scales staged with each K-tile (stage_block_scales), where torch's
     blockwise cannot check them: a CTA's several tiles (4096^2: 1024 tiles), K slices (split-K;
@@ -246,7 +246,7 @@ def test_block_scales_staged_per_k_tile_are_each_tiles_own(m, n, k, splits, conf
 @gpu
 @pytest.mark.parametrize("recipe", ["tensor", "row"])
 @pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float32])
-@pytest.mark.parametrize("config", ["128x192p", "192x128p", "192x128pc2", "128x128pc2"])  # EXPERIMENT: c2
+@pytest.mark.parametrize("config", ["128x192p", "192x128p"])
 def test_the_larger_promoted_tiles_match_float64_as_closely_as_torch(recipe, out_dtype, config):
     """128x192p (2 consumers of 64 x 192) and 192x128p (3 of 64 x 128 in turns), promoted: per
     tensor and per row, odd shapes and a long K, within torch's bound; the block recipe is
