@@ -36,8 +36,8 @@
 //   sums are added into the fp32 accumulators once done, the consumers (two, or three of 64
 //   rows each) issuing their K-tiles' MMAs in turns; with ZOO_FP8_BLOCK as well (the blockwise
 //   recipe's build) each K-tile's sums are scaled as they are added, its scales staged beside
-//   its stage. With
-//   ZOO_SWAP_AB (per tensor and per row) the tiles are C^T ones as above, both operands K-major.
+//   its stage. With ZOO_SWAP_AB (per tensor and per row) the tiles are C^T ones as above, both
+//   operands K-major.
 //   Built with -DZOO_A_M_MAJOR (A given column-major, as A^T (K, M) row-major: the weight
 //   gradient dY^T X of a linear layer reads dY in place): tmap_a is then (K rows, M cols), BM/64
 //   boxes of BK / CLUSTER_N rows x 128 B per K-tile and CTA, stored M-major like B's N-major
@@ -992,7 +992,7 @@ __device__ __forceinline__ void add_promoted(float (&acc)[M_SUBS][ACC_REGS], flo
     for (int i = 0; i < N; ++i) acc[s][i] += part[s][i] * f[i / 4 < SPLIT ? 0 : SCALE_SETS - 1][s][(i / 2) % 2];
 }
 
-// Hardware barriers 1..CONSUMERS: one consumer warpgroup's own steps; the next two: the
+// Hardware barriers 1..CONSUMERS: one consumer warpgroup's own steps; the next CONSUMERS: the
 // ping-pong or promoted consumers' turns (bar ORDER_BARRIER + c: consumer c may issue its MMAs).
 constexpr int ORDER_BARRIER = 1 + CONSUMERS;
 
