@@ -957,13 +957,14 @@ __device__ __forceinline__ void stage_block_scales(const Scheduler<OutT>& sched,
     const float* b = sc.b + (b_live ? w.kt_begin * static_cast<long long>(sc.b_k) + block * static_cast<long long>(sc.b_col) : 0);
     for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
       mbar_wait(empty_bar + 8 * stage, phase ^ 1);  // the slot's last K-tile is consumed
-      const unsigned dst = scale_smem + stage * SCALE_SLOT_BYTES + 4 * lane;
+      const unsigned slot = scale_smem + stage * SCALE_SLOT_BYTES;
+      const unsigned dst = slot + 4 * ((lane & 16) + 2 * (lane & 7) + ((lane >> 3) & 1));
 #pragma unroll
       for (int i = 0; i < BM / 32; ++i) {
         const bool live = 32 * i < rows;
         cp_async_4(dst + 128 * i, live ? a + 32 * i * static_cast<long long>(sc.a_row) : sc.a, live ? 4 : 0);
       }
-      if (lane < 4) cp_async_4(dst + BM * 4, b, b_live ? 4 : 0);
+      if (lane < 4) cp_async_4(slot + BM * 4 + 4 * lane, b, b_live ? 4 : 0);
       a += sc.a_k;
       if (b_live) b += sc.b_k;
       cp_async_arrive(full_bar + 8 * stage);
@@ -1110,20 +1111,30 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       // slice, counted from the tile's first (where a slice spans two blocks, SCALE_SETS, the
       // first of them).
       const int b_slot = (tile_n * BN + wg_n0) / SCALE_BLOCK - tile_n * BN / SCALE_BLOCK;
-      auto block_scales = [&](float (&f)[SCALE_SETS][M_SUBS][2], int s_stage) {
+      auto load_scales = [&](float (&sa)[M_SUBS][2], float (&sb)[SCALE_SETS], int s_stage) {
         const unsigned slot = scale_smem + s_stage * SCALE_SLOT_BYTES;
-        float sb[SCALE_SETS];
 #pragma unroll
         for (int q = 0; q < SCALE_SETS; ++q)
           sb[q] = BLOCK_SCALES ? __uint_as_float(ld_shared_u32(slot + BM * 4 + 4 * (b_slot + q))) : 1.f;
 #pragma unroll
-        for (int s = 0; s < M_SUBS; ++s)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const float sa = BLOCK_SCALES ? __uint_as_float(ld_shared_u32(slot + 4 * (thread_row + 64 * s + 8 * h))) : 1.f;
-#pragma unroll
-            for (int q = 0; q < SCALE_SETS; ++q) f[q][s][h] = BLOCK_SCALES ? sa * sb[q] : 1.f;
+        for (int s = 0; s < M_SUBS; ++s) {
+          if (BLOCK_SCALES) {
+            unsigned lo, hi;
+            asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];" : "=r"(lo), "=r"(hi)
+                         : "r"(slot + 4 * ((thread_row & ~15) + 64 * s + 2 * (lane / 4))) : "memory");
+            sa[s][0] = __uint_as_float(lo), sa[s][1] = __uint_as_float(hi);
+          } else {
+            sa[s][0] = sa[s][1] = 1.f;
           }
+        }
+      };
+      auto block_scales = [&](float (&f)[SCALE_SETS][M_SUBS][2], const float (&sa)[M_SUBS][2], const float (&sb)[SCALE_SETS]) {
+#pragma unroll
+        for (int q = 0; q < SCALE_SETS; ++q)
+#pragma unroll
+          for (int s = 0; s < M_SUBS; ++s)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) f[q][s][h] = BLOCK_SCALES ? sa[s][h] * sb[q] : 1.f;
       };
       // Two blocks: this tile's slice starts at 0 or SCALE_STEP inside its first block.
       const bool half_split = SCALE_SETS == 2 && (tile_n * BN + wg_n0) % SCALE_BLOCK != 0;
@@ -1131,10 +1142,11 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       // MMAs do, so between its MMAs' end and its next issue a consumer only adds and waits for
       // its turn: that span must stay under the other consumer's MMAs (NOTES.md, "The FP8
       // consumers' critical path").
-      float f[SCALE_SETS][M_SUBS][2];
+      float f[SCALE_SETS][M_SUBS][2], sa[M_SUBS][2], sb[SCALE_SETS];
       if (w.kt_begin < w.kt_end) {
         mbar_wait(full_bar + 8 * stage, phase);
-        block_scales(f, stage);
+        load_scales(sa, sb, stage);
+        block_scales(f, sa, sb);
       }
       for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
         // (The turns' tests are spelt for two consumers as they were measured: the general
@@ -1152,15 +1164,14 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
                                2 * WG_THREADS);
         const int issued = stage;
         if (++stage == STAGES) stage = 0, phase ^= 1;
-        float f_next[SCALE_SETS][M_SUBS][2];
         if (kt + 1 < w.kt_end) {
           mbar_wait(full_bar + 8 * stage, phase);
-          block_scales(f_next, stage);
+          load_scales(sa, sb, stage);
         } else {  // past the unit's last K-tile: 1, so that f stays a constant 1 in the plain builds
 #pragma unroll
-          for (int q = 0; q < SCALE_SETS; ++q)
+          for (int q = 0; q < SCALE_SETS; ++q) sb[q] = 1.f;
 #pragma unroll
-            for (int s = 0; s < M_SUBS; ++s) f_next[q][s][0] = f_next[q][s][1] = 1.f;
+          for (int s = 0; s < M_SUBS; ++s) sa[s][0] = sa[s][1] = 1.f;
         }
         // The slot of `issued` is refilled once the stage is released (lane 0 of each warp,
         // after the wgmma wait): its LDS were issued a K-tile earlier.
@@ -1170,12 +1181,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
           add_promoted<SCALE_STEP / 8>(acc, part, f);
         else
           add_promoted<SCALE_BLOCK / 8>(acc, part, f);
-#pragma unroll
-        for (int q = 0; q < SCALE_SETS; ++q)
-#pragma unroll
-          for (int s = 0; s < M_SUBS; ++s)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) f[q][s][h] = f_next[q][s][h];
+        block_scales(f, sa, sb);
       }
     }
     for (int kt = w.kt_begin; kt < (PROMOTE ? w.kt_begin : w.kt_end); ++kt) {  // unpromoted builds' loop
