@@ -193,6 +193,18 @@ def test_tf32_kernel_sass_is_tf32_wgmma_with_register_fragments():
     assert not any(op.startswith(("HMMA", "LDL", "STL")) for op in ops)
 
 
+def test_sm90_16_bit_epilogue_stages_c_by_stmatrix():
+    """The Hopper kernel's 16-bit C goes into its swizzled staging boxes by stmatrix x4 (four
+    8 x 8 matrices of the accumulator layout a store): 8 per 64 x 128 slice, not 32 four-byte
+    STS (NOTES.md, "An stmatrix epilogue"); fp32 C keeps 8-byte pair stores."""
+    spec = registry.SM90_GEMM
+    cubin = cuda.compile_cubin(spec.source, "sm_90a", spec.defines(spec.config("128x256")))
+    f16 = sass.opcode_counts(sass.function_sass(cubin.image, spec.entry[("float16", "float16")]))
+    f32 = sass.opcode_counts(sass.function_sass(cubin.image, spec.entry[("float16", "float32")]))
+    assert f16.get("STSM.16.M88.4", 0) >= 2 * 8
+    assert "STSM.16.M88.4" not in f32 and "STS.64" in f32
+
+
 @pytest.mark.parametrize("target", arch.OFFLINE_ARCHS)
 def test_legacy_peak_microbenchmark_is_pure_hmma(target):
     """scripts/legacy_peak.cu (the HMMA ceiling the docs quote): MMAs on registers only, so

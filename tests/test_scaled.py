@@ -3,6 +3,7 @@ its SASS (CPU), its errors before any launch, and on a Hopper GPU its results fo
 output dtype and accumulation against float64 of the dequantized inputs, with a bound taken
 from torch._scaled_mm's own error on the same inputs."""
 import math
+import re
 from dataclasses import replace
 
 import pytest
@@ -133,6 +134,17 @@ def test_fp8_sass_is_e4m3_wgmma_without_local_memory(name, mma):
     # in the others' (FADD: no scale read or multiply between a consumer's MMAs and its next
     # issue), which have no FFMA at all
     assert (ops.get("FFMA", 0) >= 64) == bool(cfg.block_scales)
+    # the three-consumer blockwise build reads a thread's two rows of scales in one LDS.64
+    # (paired_row); the others read them one by one (NOTES.md, "Blockwise scales read as they
+    # are needed")
+    assert ("LDS.64" in ops) == bool(cfg.block_scales and cfg.threads == 512)
+    # the next K-tile's scales are loaded before the wait for this K-tile's MMAs, but their
+    # product is taken after the add: taken at once, it waited there for the loads
+    for wait in re.finditer(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x0", text):
+        since_issue = text[max(text.rfind("QGMMA", 0, wait.start()), text.rfind("DEPBAR", 0, wait.start())):wait.start()]
+        assert not ("LDS" in since_issue and "FMUL" in since_issue)
+    # bf16 C is staged by stmatrix, unless a swap-AB tile's transposed stores write it
+    assert ("STSM.16.M88.4" in ops) == (not cfg.swap_ab)
 
 
 def test_scaled_mm_refuses_before_launching():

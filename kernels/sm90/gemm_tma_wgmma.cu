@@ -334,17 +334,22 @@ __device__ __forceinline__ void store2(__nv_bfloat16* p, float x, float y, bool 
   }
 }
 
-// Two adjacent outputs into shared memory, converted to C's type.
+// Two adjacent outputs into shared memory (fp32 C), or packed into one word (16-bit C, for
+// stmatrix).
 __device__ __forceinline__ void st_shared_pair(unsigned addr, float x, float y, float*) {
   asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(addr), "f"(x), "f"(y) : "memory");
 }
-__device__ __forceinline__ void st_shared_pair(unsigned addr, float x, float y, half*) {
+__device__ __forceinline__ unsigned pack_pair(float x, float y, half*) {
   const half2 v = __floats2half2_rn(x, y);
-  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(*reinterpret_cast<const unsigned*>(&v)) : "memory");
+  return *reinterpret_cast<const unsigned*>(&v);
 }
-__device__ __forceinline__ void st_shared_pair(unsigned addr, float x, float y, __nv_bfloat16*) {
+__device__ __forceinline__ unsigned pack_pair(float x, float y, __nv_bfloat16*) {
   const __nv_bfloat162 v = __floats2bfloat162_rn(x, y);
-  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(*reinterpret_cast<const unsigned*>(&v)) : "memory");
+  return *reinterpret_cast<const unsigned*>(&v);
+}
+__device__ __forceinline__ void stmatrix_x4(unsigned addr, const unsigned (&v)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(addr), "r"(v[0]),
+               "r"(v[1]), "r"(v[2]), "r"(v[3]) : "memory");
 }
 
 // The bias of C columns col, col + 1 (zero past the last column, or with no bias), added in
@@ -361,7 +366,7 @@ __device__ __forceinline__ float2 bias_pair(const OutT* bias, int col, int cols)
 }
 
 // Epilogue through TMA: one 64-row block of the warpgroup's slice (64 x WG_N) goes out one
-// box (64 rows x 128 B, 128B-swizzled so the pair stores of 8 rows hit 32 banks) at a time,
+// box (64 rows x 128 B, 128B-swizzled so that the 8 rows a store writes hit 32 banks) at a time,
 // the boxes taken in turn from the consumer's EPI_BOXES: a box waits only until the store
 // out of it EPI_BOXES boxes ago has read it (`staged` counts the consumer's boxes across
 // tiles), and the last stores overlap the next tile's MMAs. The leader thread issues the
@@ -374,7 +379,6 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[ACC_REGS], uns
   constexpr int BOX_COLS_C = SWIZZLE_BYTES / sizeof(OutT);
   static_assert(WG_N % BOX_COLS_C == 0, "the slice splits into whole boxes");
   const bool leader = threadIdx.x % WG_THREADS == 0;
-  const int swz = (lane / 4) % 8;  // row % 8 of both rows this thread writes
 #pragma unroll
   for (int q = 0; q < WG_N / BOX_COLS_C; ++q, ++staged) {
     const unsigned box = buf + (staged % EPI_BOXES) * EPI_BOX_BYTES;
@@ -386,16 +390,35 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[ACC_REGS], uns
       b[jj] = bias_pair(bias, col0 + q * BOX_COLS_C + jj * 8 + 2 * (lane % 4), cols);
     if (leader) bulk_wait_read<EPI_BOXES - 1>();
     named_barrier(1 + consumer, WG_THREADS);
+    if constexpr (sizeof(OutT) == 2) {
+      // 16-bit C: the accumulator layout is stmatrix's, so one stmatrix x4 writes four 8 x 8
+      // matrices, column groups jj and jj + 1 at rows h = 0 and 1 (a quarter of the stores of
+      // 4-byte pairs). Lane l gives the address of row l % 8 of matrix l / 8; a matrix row is
+      // one 16-byte chunk of the swizzled box.
+      const int m = lane / 8, r = warp * 16 + 8 * (m % 2) + lane % 8;
 #pragma unroll
-    for (int jj = 0; jj < BOX_COLS_C / 8; ++jj) {
-      const int j = q * (BOX_COLS_C / 8) + jj;  // the accumulators' 8-column group
-      const int byte = (jj * 8 + 2 * (lane % 4)) * static_cast<int>(sizeof(OutT));
+      for (int jj = 0; jj < BOX_COLS_C / 8; jj += 2) {
+        const int j = q * (BOX_COLS_C / 8) + jj;  // the accumulators' 8-column group
+        unsigned v[4];
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = warp * 16 + lane / 4 + 8 * h;
-        const unsigned addr = box + r * SWIZZLE_BYTES + ((((byte >> 4) ^ swz) << 4) | (byte & 15));
-        st_shared_pair(addr, acc[4 * j + 2 * h] + b[jj].x, acc[4 * j + 2 * h + 1] + b[jj].y,
-                       static_cast<OutT*>(nullptr));
+        for (int i = 0; i < 4; ++i)
+          v[i] = pack_pair(acc[4 * (j + i / 2) + 2 * (i % 2)] + b[jj + i / 2].x,
+                           acc[4 * (j + i / 2) + 2 * (i % 2) + 1] + b[jj + i / 2].y, static_cast<OutT*>(nullptr));
+        stmatrix_x4(box + r * SWIZZLE_BYTES + (((jj + m / 2) ^ (r % 8)) << 4), v);
+      }
+    } else {  // fp32 C: pairs of 8 bytes
+      const int swz = (lane / 4) % 8;  // row % 8 of both rows this thread writes
+#pragma unroll
+      for (int jj = 0; jj < BOX_COLS_C / 8; ++jj) {
+        const int j = q * (BOX_COLS_C / 8) + jj;  // the accumulators' 8-column group
+        const int byte = (jj * 8 + 2 * (lane % 4)) * static_cast<int>(sizeof(OutT));
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = warp * 16 + lane / 4 + 8 * h;
+          const unsigned addr = box + r * SWIZZLE_BYTES + ((((byte >> 4) ^ swz) << 4) | (byte & 15));
+          st_shared_pair(addr, acc[4 * j + 2 * h] + b[jj].x, acc[4 * j + 2 * h + 1] + b[jj].y,
+                         static_cast<OutT*>(nullptr));
+        }
       }
     }
     fence_proxy_async();
@@ -933,6 +956,12 @@ __device__ __forceinline__ void prefetch_scales(const Scales& sc, int row0, int 
   const int col = col0 + 32 * lane;
   if (sc.b_col == 1 && lane < WG_N / 32 && col < N) prefetch_l1(sc.b + col);
 }
+// The three-consumer blockwise builds read a thread's two rows of scales (r and r + 8) in one
+// 8-byte load, so their slots keep each 16 rows' scales in pairs: row r at paired_row(r). The
+// two-consumer builds ran 0.5-1% slower so and keep the rows in order (NOTES.md, "Blockwise
+// scales read as they are needed").
+constexpr bool PAIRED_ROW_SCALES = BLOCK_SCALES && CONSUMERS == 3;
+__device__ __forceinline__ int paired_row(int r) { return (r & ~15) + 2 * (r & 7) + ((r >> 3) & 1); }
 // Blockwise: the producer warpgroup's second warp stages each K-tile's scales in its stage's
 // slot, sa(row, kt) of the tile's BM rows and sb(kt, block) of the 128-wide column blocks from
 // the tile's first on (0 past M, N), by cp.async, each lane counting as one arrival on the
@@ -958,7 +987,7 @@ __device__ __forceinline__ void stage_block_scales(const Scheduler<OutT>& sched,
     for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
       mbar_wait(empty_bar + 8 * stage, phase ^ 1);  // the slot's last K-tile is consumed
       const unsigned slot = scale_smem + stage * SCALE_SLOT_BYTES;
-      const unsigned dst = slot + 4 * ((lane & 16) + 2 * (lane & 7) + ((lane >> 3) & 1));
+      const unsigned dst = slot + 4 * (PAIRED_ROW_SCALES ? paired_row(lane) : lane);
 #pragma unroll
       for (int i = 0; i < BM / 32; ++i) {
         const bool live = 32 * i < rows;
@@ -1106,10 +1135,10 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       // than it tracks.)
       zero_accumulators(acc);
       // The blockwise build's scales of a K-tile wait in its stage's slot (stage_block_scales):
-      // f = sa * sb of this thread's rows, read once the stage is full; 1 in the other recipes'
-      // builds, whose scales wait for the epilogue. b_slot: the column block of this consumer's
-      // slice, counted from the tile's first (where a slice spans two blocks, SCALE_SETS, the
-      // first of them).
+      // sa and sb of this thread's rows, read once the stage is full (load_scales), and their
+      // products f (block_scales); 1 in the other recipes' builds, whose scales wait for the
+      // epilogue. b_slot: the column block of this consumer's slice, counted from the tile's
+      // first (where a slice spans two blocks, SCALE_SETS, the first of them).
       const int b_slot = (tile_n * BN + wg_n0) / SCALE_BLOCK - tile_n * BN / SCALE_BLOCK;
       auto load_scales = [&](float (&sa)[M_SUBS][2], float (&sb)[SCALE_SETS], int s_stage) {
         const unsigned slot = scale_smem + s_stage * SCALE_SLOT_BYTES;
@@ -1118,13 +1147,14 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
           sb[q] = BLOCK_SCALES ? __uint_as_float(ld_shared_u32(slot + BM * 4 + 4 * (b_slot + q))) : 1.f;
 #pragma unroll
         for (int s = 0; s < M_SUBS; ++s) {
-          if (BLOCK_SCALES) {
-            unsigned lo, hi;
-            asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];" : "=r"(lo), "=r"(hi)
-                         : "r"(slot + 4 * ((thread_row & ~15) + 64 * s + 2 * (lane / 4))) : "memory");
-            sa[s][0] = __uint_as_float(lo), sa[s][1] = __uint_as_float(hi);
-          } else {
+          if (!BLOCK_SCALES) {
             sa[s][0] = sa[s][1] = 1.f;
+          } else if (PAIRED_ROW_SCALES) {  // rows thread_row and + 8, side by side
+            const uint2 v = ld_shared_u32x2(slot + 4 * paired_row(thread_row + 64 * s));
+            sa[s][0] = __uint_as_float(v.x), sa[s][1] = __uint_as_float(v.y);
+          } else {
+#pragma unroll
+            for (int h = 0; h < 2; ++h) sa[s][h] = __uint_as_float(ld_shared_u32(slot + 4 * (thread_row + 64 * s + 8 * h)));
           }
         }
       };
@@ -1174,13 +1204,17 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
           for (int s = 0; s < M_SUBS; ++s) sa[s][0] = sa[s][1] = 1.f;
         }
         // The slot of `issued` is refilled once the stage is released (lane 0 of each warp,
-        // after the wgmma wait): its LDS were issued a K-tile earlier.
+        // after the wgmma wait): its LDS were issued, and their products taken, a K-tile
+        // earlier.
         wgmma_wait<0>();
         release(empty_bar + 8 * issued, lane);
         if (half_split)
           add_promoted<SCALE_STEP / 8>(acc, part, f);
         else
           add_promoted<SCALE_BLOCK / 8>(acc, part, f);
+        // The next K-tile's products only now: taken as its scales were loaded, they held the
+        // consumer until the loads landed (ncu, 128x128pb at 4096^3: 7% of the stall samples
+        // on those FMULs).
         block_scales(f, sa, sb);
       }
     }

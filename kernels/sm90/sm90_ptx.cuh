@@ -432,5 +432,10 @@ __device__ __forceinline__ unsigned ld_shared_u32(unsigned addr) {
   asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(addr) : "memory");
   return v;
 }
+__device__ __forceinline__ uint2 ld_shared_u32x2(unsigned addr) {
+  uint2 v;
+  asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(addr) : "memory");
+  return v;
+}
 
 }  // namespace zoo_sm90
