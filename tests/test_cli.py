@@ -208,3 +208,19 @@ def test_fp8_bench_leaves_out_torchs_time_where_torchs_answer_is_wrong(monkeypat
     wrong = [r for r in doc["results"] if r["k"] == 11008][0]
     assert wrong["torch_wrong"] and wrong["pct_of_torch"] is None
     assert doc["geomean_pct_of_torch"]["llm"] == pytest.approx(50.0)  # the K = 4096 row alone
+
+
+def test_plots_keep_their_titles_and_labels_inside_the_image(tmp_path):
+    """A long title over long bar labels ran past the image's right edge (the whole-models
+    plot in the README lost the end of its title): every plot is saved with a margin, so
+    nothing touches the image's edges."""
+    pytest.importorskip("matplotlib")
+    import matplotlib.image
+    from zoo import plot
+    cases = [("llama", "prefill 4x512, eager"), ("llama", "decode 64 tokens, static cache, reduce-overhead"),
+             ("mlp-train", "8 x Linear(1024, 1024) bf16, batch 8192, step from a CUDA graph")]
+    rows = [{"model": m, "case": c, "torch_ms": 1.0, "zoo_ms": 0.9 + 0.1 * i} for i, (m, c) in enumerate(cases)]
+    title = "whole models, zoo vs torch (fp16; mlp-train bf16), NVIDIA H200, 2026-11-29"
+    image = matplotlib.image.imread(plot.models_plot(rows, title, tmp_path / "m.png"))
+    for edge in (image[0], image[-1], image[:, 0], image[:, -1]):
+        assert (edge[:, :3] > 0.99).all(), "something is drawn against the image's edge"

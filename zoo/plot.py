@@ -21,7 +21,9 @@ def _pyplot():
 def _save(plt, fig, path: str | Path) -> Path:
     fig.tight_layout()
     path = Path(path)
-    fig.savefig(path, dpi=120)
+    # the saved area grows to hold every title and label: a title centred over axes that long
+    # tick labels push right ran past the figure's edge
+    fig.savefig(path, dpi=120, bbox_inches="tight", pad_inches=0.1)
     plt.close(fig)
     return path
 
