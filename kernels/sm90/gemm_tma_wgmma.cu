@@ -365,8 +365,6 @@ __device__ __forceinline__ float2 bias_pair(const OutT* bias, int col, int cols)
                      col + 1 < cols ? static_cast<float>(bias[col + 1]) : 0.f);
 }
 
-template <bool B> struct Flag { static constexpr bool value = B; };  // a compile-time choice for a lambda
-
 // Epilogue through TMA: one 64-row block of the warpgroup's slice (64 x WG_N) goes out one
 // box (64 rows x 128 B, 128B-swizzled so that the 8 rows a store writes hit 32 banks) at a time,
 // the boxes taken in turn from the consumer's EPI_BOXES: a box waits only until the store
@@ -392,47 +390,37 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[ACC_REGS], uns
       b[jj] = bias_pair(bias, col0 + q * BOX_COLS_C + jj * 8 + 2 * (lane % 4), cols);
     if (leader) bulk_wait_read<EPI_BOXES - 1>();
     named_barrier(1 + consumer, WG_THREADS);
-    // With no bias (FP8's usual case) the stores skip adding its zeros: 64 FADD a slice less
-    // in the span between a tile's last MMAs and the next tile's first.
-    auto stage = [&](auto with_bias) {
-      constexpr bool BIAS = decltype(with_bias)::value;
-      auto out = [&](float x, float y) { return BIAS ? x + y : x; };  // (x + 0 is no plain x)
-      if constexpr (sizeof(OutT) == 2) {
-        // 16-bit C: the accumulator layout is stmatrix's, so one stmatrix x4 writes four 8 x 8
-        // matrices, column groups jj and jj + 1 at rows h = 0 and 1 (a quarter of the stores of
-        // 4-byte pairs). Lane l gives the address of row l % 8 of matrix l / 8; a matrix row is
-        // one 16-byte chunk of the swizzled box.
-        const int m = lane / 8, r = warp * 16 + 8 * (m % 2) + lane % 8;
+    if constexpr (sizeof(OutT) == 2) {
+      // 16-bit C: the accumulator layout is stmatrix's, so one stmatrix x4 writes four 8 x 8
+      // matrices, column groups jj and jj + 1 at rows h = 0 and 1 (a quarter of the stores of
+      // 4-byte pairs). Lane l gives the address of row l % 8 of matrix l / 8; a matrix row is
+      // one 16-byte chunk of the swizzled box.
+      const int m = lane / 8, r = warp * 16 + 8 * (m % 2) + lane % 8;
 #pragma unroll
-        for (int jj = 0; jj < BOX_COLS_C / 8; jj += 2) {
-          const int j = q * (BOX_COLS_C / 8) + jj;  // the accumulators' 8-column group
-          unsigned v[4];
+      for (int jj = 0; jj < BOX_COLS_C / 8; jj += 2) {
+        const int j = q * (BOX_COLS_C / 8) + jj;  // the accumulators' 8-column group
+        unsigned v[4];
 #pragma unroll
-          for (int i = 0; i < 4; ++i)
-            v[i] = pack_pair(out(acc[4 * (j + i / 2) + 2 * (i % 2)], b[jj + i / 2].x),
-                             out(acc[4 * (j + i / 2) + 2 * (i % 2) + 1], b[jj + i / 2].y), static_cast<OutT*>(nullptr));
-          stmatrix_x4(box + r * SWIZZLE_BYTES + (((jj + m / 2) ^ (r % 8)) << 4), v);
-        }
-      } else {  // fp32 C: pairs of 8 bytes
-        const int swz = (lane / 4) % 8;  // row % 8 of both rows this thread writes
+        for (int i = 0; i < 4; ++i)
+          v[i] = pack_pair(acc[4 * (j + i / 2) + 2 * (i % 2)] + b[jj + i / 2].x,
+                           acc[4 * (j + i / 2) + 2 * (i % 2) + 1] + b[jj + i / 2].y, static_cast<OutT*>(nullptr));
+        stmatrix_x4(box + r * SWIZZLE_BYTES + (((jj + m / 2) ^ (r % 8)) << 4), v);
+      }
+    } else {  // fp32 C: pairs of 8 bytes
+      const int swz = (lane / 4) % 8;  // row % 8 of both rows this thread writes
 #pragma unroll
-        for (int jj = 0; jj < BOX_COLS_C / 8; ++jj) {
-          const int j = q * (BOX_COLS_C / 8) + jj;  // the accumulators' 8-column group
-          const int byte = (jj * 8 + 2 * (lane % 4)) * static_cast<int>(sizeof(OutT));
+      for (int jj = 0; jj < BOX_COLS_C / 8; ++jj) {
+        const int j = q * (BOX_COLS_C / 8) + jj;  // the accumulators' 8-column group
+        const int byte = (jj * 8 + 2 * (lane % 4)) * static_cast<int>(sizeof(OutT));
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int r = warp * 16 + lane / 4 + 8 * h;
-            const unsigned addr = box + r * SWIZZLE_BYTES + ((((byte >> 4) ^ swz) << 4) | (byte & 15));
-            st_shared_pair(addr, out(acc[4 * j + 2 * h], b[jj].x), out(acc[4 * j + 2 * h + 1], b[jj].y),
-                           static_cast<OutT*>(nullptr));
-          }
+        for (int h = 0; h < 2; ++h) {
+          const int r = warp * 16 + lane / 4 + 8 * h;
+          const unsigned addr = box + r * SWIZZLE_BYTES + ((((byte >> 4) ^ swz) << 4) | (byte & 15));
+          st_shared_pair(addr, acc[4 * j + 2 * h] + b[jj].x, acc[4 * j + 2 * h + 1] + b[jj].y,
+                         static_cast<OutT*>(nullptr));
         }
       }
-    };
-    if (bias != nullptr)
-      stage(Flag<true>());
-    else
-      stage(Flag<false>());
+    }
     fence_proxy_async();
     named_barrier(1 + consumer, WG_THREADS);
     if (leader) {
@@ -885,10 +873,8 @@ __device__ __forceinline__ void mma_tf32(float (&acc)[N], const unsigned (&frag)
 // ---- FP8 scales (Scales), applied after the main loop, between a tile's last MMAs and the next
 // tile's first: kept short (NOTES.md, "The FP8 epilogue's scales"). Per-tensor scales (strides
 // 0): every accumulator, in either layout, times one product; returns whether they were that.
-// The promoted builds took that product in as they promoted (tensor_scale), so it is done.
 __device__ __forceinline__ bool per_tensor(float (&acc)[M_SUBS][ACC_REGS], const Scales& sc) {
   if (sc.a_row != 0 || sc.b_col != 0) return false;
-  if (PROMOTE) return true;
   const float s = __ldg(sc.a) * __ldg(sc.b);
 #pragma unroll
   for (int r = 0; r < M_SUBS; ++r)
@@ -1090,12 +1076,8 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
   // columns alike).
   float rows[ROW_SUMS ? M_SUBS : 1][4];
   const unsigned long long ones = ones_descriptor(ones_smem);
-  // PROMOTE: one K-tile's sums, added into acc once its MMAs are done (see the main loop),
-  // times the per-tensor recipe's one scale product: then the epilogue has none to apply.
+  // PROMOTE: one K-tile's sums, added into acc once its MMAs are done (see the main loop).
   float part[PROMOTE ? M_SUBS : 1][PROMOTE ? ACC_REGS : 1];
-  const Scales& sc = sched.scales;
-  const float tensor_scale =
-      PROMOTE && !BLOCK_SCALES && sc.a != nullptr && sc.a_row == 0 && sc.b_col == 0 ? __ldg(sc.a) * __ldg(sc.b) : 1.f;
   bool first_issue = true;  // PROMOTE: consumer 0's first MMAs of the grid wait for no turn
   // This thread's first row and column of a tile's slice (the accumulator layout).
   const int thread_row = wg_m0 + warp * 16 + lane / 4, thread_col = wg_n0 + 2 * (lane % 4);
@@ -1111,12 +1093,6 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
   // tensor cores serve one tile at a time, and no consumer waits on a ring stage more than
   // one lap ahead of what has been consumed (the parity wait could not tell the laps apart).
   int turn = 0;
-  // PROMOTE: a K-tile's scale products f, and the next K-tile's scales sa, sb (main loop).
-  // pre_issued: this unit's first K-tile's MMAs were issued before the previous unit's
-  // epilogue, from stage pre_stage, so that the epilogue ran under them.
-  float f[SCALE_SETS][M_SUBS][2], sa[M_SUBS][2], sb[SCALE_SETS];
-  bool pre_issued = false;
-  int pre_stage = 0;
   for (int unit = sched.first(); unit < sched.units; unit += sched.step, ++turn) {
     Work<OutT> w = sched.work(unit);
     // The unit's K range is the same in every lane, but ptxas cannot tell in the promoted builds
@@ -1160,12 +1136,11 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       zero_accumulators(acc);
       // The blockwise build's scales of a K-tile wait in its stage's slot (stage_block_scales):
       // sa and sb of this thread's rows, read once the stage is full (load_scales), and their
-      // products f (block_scales); in the other recipes' builds tensor_scale (per tensor) or
-      // 1 (per row, whose scales wait for the epilogue). b_slot: the column block of this
-      // consumer's slice, counted from the tile's first (where a slice spans two blocks,
-      // SCALE_SETS, the first of them).
-      auto slot_of = [&](int t_n) { return (t_n * BN + wg_n0) / SCALE_BLOCK - t_n * BN / SCALE_BLOCK; };
-      auto load_scales = [&](float (&sa)[M_SUBS][2], float (&sb)[SCALE_SETS], int s_stage, int b_slot) {
+      // products f (block_scales); 1 in the other recipes' builds, whose scales wait for the
+      // epilogue. b_slot: the column block of this consumer's slice, counted from the tile's
+      // first (where a slice spans two blocks, SCALE_SETS, the first of them).
+      const int b_slot = (tile_n * BN + wg_n0) / SCALE_BLOCK - tile_n * BN / SCALE_BLOCK;
+      auto load_scales = [&](float (&sa)[M_SUBS][2], float (&sb)[SCALE_SETS], int s_stage) {
         const unsigned slot = scale_smem + s_stage * SCALE_SLOT_BYTES;
 #pragma unroll
         for (int q = 0; q < SCALE_SETS; ++q)
@@ -1189,7 +1164,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
 #pragma unroll
           for (int s = 0; s < M_SUBS; ++s)
 #pragma unroll
-            for (int h = 0; h < 2; ++h) f[q][s][h] = BLOCK_SCALES ? sa[s][h] * sb[q] : tensor_scale;
+            for (int h = 0; h < 2; ++h) f[q][s][h] = BLOCK_SCALES ? sa[s][h] * sb[q] : 1.f;
       };
       // Two blocks: this tile's slice starts at 0 or SCALE_STEP inside its first block.
       const bool half_split = SCALE_SETS == 2 && (tile_n * BN + wg_n0) % SCALE_BLOCK != 0;
@@ -1197,14 +1172,13 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       // MMAs do, so between its MMAs' end and its next issue a consumer only adds and waits for
       // its turn: that span must stay under the other consumer's MMAs (NOTES.md, "The FP8
       // consumers' critical path").
-      const int b_slot = slot_of(tile_n);
-      if (w.kt_begin < w.kt_end && !pre_issued) {
+      float f[SCALE_SETS][M_SUBS][2], sa[M_SUBS][2], sb[SCALE_SETS];
+      if (w.kt_begin < w.kt_end) {
         mbar_wait(full_bar + 8 * stage, phase);
-        load_scales(sa, sb, stage, b_slot);
+        load_scales(sa, sb, stage);
         block_scales(f, sa, sb);
       }
-      // A K-tile's MMAs in this consumer's turn; `last`: no issue follows it in the grid.
-      auto issue_in_turn = [&](bool last) {
+      for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
         // (The turns' tests are spelt for two consumers as they were measured: the general
         // forms compile two consumers' builds differently.)
         if ((CONSUMERS == 2 ? consumer == 1 : consumer != 0) || !first_issue)
@@ -1214,22 +1188,16 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
         issue_promoted<BF16>(part, desc_a0 + ((stage * A_STAGE_BYTES) >> 4), desc_b0 + ((stage * B_STAGE_BYTES) >> 4));
         wgmma_commit();
         // The next consumer's turn, unless this was the last consumer's last issue of the grid.
-        if ((CONSUMERS == 2 ? consumer == 0 : consumer != CONSUMERS - 1) || !last)
+        if ((CONSUMERS == 2 ? consumer == 0 : consumer != CONSUMERS - 1) || kt + 1 < w.kt_end ||
+            unit + sched.step < sched.units)
           named_barrier_arrive(ORDER_BARRIER + (CONSUMERS == 2 ? 1 - consumer : (consumer + 1) % CONSUMERS),
                                2 * WG_THREADS);
         const int issued = stage;
         if (++stage == STAGES) stage = 0, phase ^= 1;
-        return issued;
-      };
-      for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
-        int issued = pre_stage;
-        if (kt > w.kt_begin || !pre_issued)
-          issued = issue_in_turn(kt + 1 == w.kt_end && unit + sched.step >= sched.units);
-        pre_issued = false;
         if (kt + 1 < w.kt_end) {
           mbar_wait(full_bar + 8 * stage, phase);
-          load_scales(sa, sb, stage, b_slot);
-        } else {  // past the unit's last K-tile: 1, so that f stays tensor_scale in the plain builds
+          load_scales(sa, sb, stage);
+        } else {  // past the unit's last K-tile: 1, so that f stays a constant 1 in the plain builds
 #pragma unroll
           for (int q = 0; q < SCALE_SETS; ++q) sb[q] = 1.f;
 #pragma unroll
@@ -1248,21 +1216,6 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
         // consumer until the loads landed (ncu, 128x128pb at 4096^3: 7% of the stall samples
         // on those FMULs).
         block_scales(f, sa, sb);
-      }
-      // The next unit's first K-tile's MMAs now, before this unit's epilogue: the epilogue runs
-      // under them (and the other consumers'), where it would leave the tensor cores idle on
-      // two-consumer tiles (its span is longer than the other consumer's last K-tile).
-      if (unit + sched.step < sched.units) {
-        Work<OutT> next = sched.work(unit + sched.step);
-        next.kt_begin = __shfl_sync(0xffffffffu, next.kt_begin, 0);
-        next.kt_end = __shfl_sync(0xffffffffu, next.kt_end, 0);
-        if (next.kt_begin < next.kt_end) {
-          mbar_wait(full_bar + 8 * stage, phase);
-          load_scales(sa, sb, stage, slot_of(next.tile_n));
-          block_scales(f, sa, sb);
-          pre_stage = issue_in_turn(next.kt_end - next.kt_begin == 1 && unit + 2 * sched.step >= sched.units);
-          pre_issued = true;
-        }
       }
     }
     for (int kt = w.kt_begin; kt < (PROMOTE ? w.kt_begin : w.kt_end); ++kt) {  // unpromoted builds' loop
