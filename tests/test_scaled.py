@@ -137,7 +137,7 @@ def test_fp8_sass_is_e4m3_wgmma_without_local_memory(name, mma):
     # the three-consumer blockwise build reads a thread's two rows of scales in one LDS.64
     # (paired_row); the others read them one by one (NOTES.md, "Blockwise scales read as they
     # are needed")
-    assert ("LDS.64" in ops) == bool(cfg.block_scales and cfg.threads == 512)
+    assert ("LDS.64" in ops) == bool(cfg.block_scales and cfg.warps == 3)  # three consumer slices
     # the next K-tile's scales are loaded before the wait for this K-tile's MMAs, but their
     # product is taken after the add: taken at once, it waited there for the loads
     for wait in re.finditer(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x0", text):
