@@ -958,8 +958,8 @@ __device__ __forceinline__ void prefetch_scales(const Scales& sc, int row0, int 
 }
 // The three-consumer blockwise builds read a thread's two rows of scales (r and r + 8) in one
 // 8-byte load, so their slots keep each 16 rows' scales in pairs: row r at paired_row(r). The
-// two-consumer builds ran 0.5-1% slower so and keep the rows in order (NOTES.md, "Blockwise
-// scales read as they are needed").
+// two-consumer builds ran 0.5-1% slower that way and keep the rows in order (NOTES.md,
+// "Blockwise scales read as they are needed").
 constexpr bool PAIRED_ROW_SCALES = BLOCK_SCALES && CONSUMERS == 3;
 __device__ __forceinline__ int paired_row(int r) { return (r & ~15) + 2 * (r & 7) + ((r >> 3) & 1); }
 // Blockwise: the producer warpgroup's second warp stages each K-tile's scales in its stage's
