@@ -365,6 +365,8 @@ __device__ __forceinline__ float2 bias_pair(const OutT* bias, int col, int cols)
                      col + 1 < cols ? static_cast<float>(bias[col + 1]) : 0.f);
 }
 
+template <bool B> struct Flag { static constexpr bool value = B; };  // a compile-time choice for a lambda
+
 // Epilogue through TMA: one 64-row block of the warpgroup's slice (64 x WG_N) goes out one
 // box (64 rows x 128 B, 128B-swizzled so that the 8 rows a store writes hit 32 banks) at a time,
 // the boxes taken in turn from the consumer's EPI_BOXES: a box waits only until the store
@@ -379,52 +381,83 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[ACC_REGS], uns
   constexpr int BOX_COLS_C = SWIZZLE_BYTES / sizeof(OutT);
   static_assert(WG_N % BOX_COLS_C == 0, "the slice splits into whole boxes");
   const bool leader = threadIdx.x % WG_THREADS == 0;
+  // A one-row-block slice whose boxes fill the ring stages them all between one pair of
+  // barriers: the stores out of them a tile ago have long read them.
+  constexpr int BOXES = WG_N / BOX_COLS_C;
+  constexpr bool ALL_AT_ONCE = BOXES == EPI_BOXES && M_SUBS == 1;
+  if (ALL_AT_ONCE) {
+    if (leader) bulk_wait_read<0>();
+    named_barrier(1 + consumer, WG_THREADS);
+  }
 #pragma unroll
   for (int q = 0; q < WG_N / BOX_COLS_C; ++q, ++staged) {
-    const unsigned box = buf + (staged % EPI_BOXES) * EPI_BOX_BYTES;
+    const unsigned box = buf + (ALL_AT_ONCE ? q : staged % EPI_BOXES) * EPI_BOX_BYTES;
     // The box's bias, loaded whole ahead of the stores: loaded as they went, each load waited
     // behind the store before it (their asm is a compiler barrier).
     float2 b[BOX_COLS_C / 8];
 #pragma unroll
     for (int jj = 0; jj < BOX_COLS_C / 8; ++jj)
       b[jj] = bias_pair(bias, col0 + q * BOX_COLS_C + jj * 8 + 2 * (lane % 4), cols);
-    if (leader) bulk_wait_read<EPI_BOXES - 1>();
-    named_barrier(1 + consumer, WG_THREADS);
-    if constexpr (sizeof(OutT) == 2) {
-      // 16-bit C: the accumulator layout is stmatrix's, so one stmatrix x4 writes four 8 x 8
-      // matrices, column groups jj and jj + 1 at rows h = 0 and 1 (a quarter of the stores of
-      // 4-byte pairs). Lane l gives the address of row l % 8 of matrix l / 8; a matrix row is
-      // one 16-byte chunk of the swizzled box.
-      const int m = lane / 8, r = warp * 16 + 8 * (m % 2) + lane % 8;
+    if (!ALL_AT_ONCE) {
+      if (leader) bulk_wait_read<EPI_BOXES - 1>();
+      named_barrier(1 + consumer, WG_THREADS);
+    }
+    // With no bias (FP8's usual case) the stores skip adding its zeros: 64 FADD a slice less
+    // in the span between a tile's last MMAs and the next tile's first.
+    auto stage = [&](auto with_bias) {
+      constexpr bool BIAS = decltype(with_bias)::value;
+      auto out = [&](float x, float y) { return BIAS ? x + y : x; };  // (x + 0 is no plain x)
+      if constexpr (sizeof(OutT) == 2) {
+        // 16-bit C: the accumulator layout is stmatrix's, so one stmatrix x4 writes four 8 x 8
+        // matrices, column groups jj and jj + 1 at rows h = 0 and 1 (a quarter of the stores of
+        // 4-byte pairs). Lane l gives the address of row l % 8 of matrix l / 8; a matrix row is
+        // one 16-byte chunk of the swizzled box.
+        const int m = lane / 8, r = warp * 16 + 8 * (m % 2) + lane % 8;
 #pragma unroll
-      for (int jj = 0; jj < BOX_COLS_C / 8; jj += 2) {
-        const int j = q * (BOX_COLS_C / 8) + jj;  // the accumulators' 8-column group
-        unsigned v[4];
+        for (int jj = 0; jj < BOX_COLS_C / 8; jj += 2) {
+          const int j = q * (BOX_COLS_C / 8) + jj;  // the accumulators' 8-column group
+          unsigned v[4];
 #pragma unroll
-        for (int i = 0; i < 4; ++i)
-          v[i] = pack_pair(acc[4 * (j + i / 2) + 2 * (i % 2)] + b[jj + i / 2].x,
-                           acc[4 * (j + i / 2) + 2 * (i % 2) + 1] + b[jj + i / 2].y, static_cast<OutT*>(nullptr));
-        stmatrix_x4(box + r * SWIZZLE_BYTES + (((jj + m / 2) ^ (r % 8)) << 4), v);
-      }
-    } else {  // fp32 C: pairs of 8 bytes
-      const int swz = (lane / 4) % 8;  // row % 8 of both rows this thread writes
+          for (int i = 0; i < 4; ++i)
+            v[i] = pack_pair(out(acc[4 * (j + i / 2) + 2 * (i % 2)], b[jj + i / 2].x),
+                             out(acc[4 * (j + i / 2) + 2 * (i % 2) + 1], b[jj + i / 2].y), static_cast<OutT*>(nullptr));
+          stmatrix_x4(box + r * SWIZZLE_BYTES + (((jj + m / 2) ^ (r % 8)) << 4), v);
+        }
+      } else {  // fp32 C: pairs of 8 bytes
+        const int swz = (lane / 4) % 8;  // row % 8 of both rows this thread writes
 #pragma unroll
-      for (int jj = 0; jj < BOX_COLS_C / 8; ++jj) {
-        const int j = q * (BOX_COLS_C / 8) + jj;  // the accumulators' 8-column group
-        const int byte = (jj * 8 + 2 * (lane % 4)) * static_cast<int>(sizeof(OutT));
+        for (int jj = 0; jj < BOX_COLS_C / 8; ++jj) {
+          const int j = q * (BOX_COLS_C / 8) + jj;  // the accumulators' 8-column group
+          const int byte = (jj * 8 + 2 * (lane % 4)) * static_cast<int>(sizeof(OutT));
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int r = warp * 16 + lane / 4 + 8 * h;
-          const unsigned addr = box + r * SWIZZLE_BYTES + ((((byte >> 4) ^ swz) << 4) | (byte & 15));
-          st_shared_pair(addr, acc[4 * j + 2 * h] + b[jj].x, acc[4 * j + 2 * h + 1] + b[jj].y,
-                         static_cast<OutT*>(nullptr));
+          for (int h = 0; h < 2; ++h) {
+            const int r = warp * 16 + lane / 4 + 8 * h;
+            const unsigned addr = box + r * SWIZZLE_BYTES + ((((byte >> 4) ^ swz) << 4) | (byte & 15));
+            st_shared_pair(addr, out(acc[4 * j + 2 * h], b[jj].x), out(acc[4 * j + 2 * h + 1], b[jj].y),
+                           static_cast<OutT*>(nullptr));
+          }
         }
       }
+    };
+    if (bias != nullptr)
+      stage(Flag<true>());
+    else
+      stage(Flag<false>());
+    if (!ALL_AT_ONCE) {
+      fence_proxy_async();
+      named_barrier(1 + consumer, WG_THREADS);
+      if (leader) {
+        tma_store_3d(tmap_c, box, col0 + q * BOX_COLS_C, row0, matrix);
+        bulk_commit();
+      }
     }
+  }
+  if (ALL_AT_ONCE) {
     fence_proxy_async();
     named_barrier(1 + consumer, WG_THREADS);
     if (leader) {
-      tma_store_3d(tmap_c, box, col0 + q * BOX_COLS_C, row0, matrix);
+#pragma unroll
+      for (int q = 0; q < BOXES; ++q) tma_store_3d(tmap_c, buf + q * EPI_BOX_BYTES, col0 + q * BOX_COLS_C, row0, matrix);
       bulk_commit();
     }
   }
@@ -873,8 +906,10 @@ __device__ __forceinline__ void mma_tf32(float (&acc)[N], const unsigned (&frag)
 // ---- FP8 scales (Scales), applied after the main loop, between a tile's last MMAs and the next
 // tile's first: kept short (NOTES.md, "The FP8 epilogue's scales"). Per-tensor scales (strides
 // 0): every accumulator, in either layout, times one product; returns whether they were that.
+// The promoted builds took that product in as they promoted (tensor_scale), so it is done.
 __device__ __forceinline__ bool per_tensor(float (&acc)[M_SUBS][ACC_REGS], const Scales& sc) {
   if (sc.a_row != 0 || sc.b_col != 0) return false;
+  if (PROMOTE) return true;
   const float s = __ldg(sc.a) * __ldg(sc.b);
 #pragma unroll
   for (int r = 0; r < M_SUBS; ++r)
@@ -958,8 +993,8 @@ __device__ __forceinline__ void prefetch_scales(const Scales& sc, int row0, int 
 }
 // The three-consumer blockwise builds read a thread's two rows of scales (r and r + 8) in one
 // 8-byte load, so their slots keep each 16 rows' scales in pairs: row r at paired_row(r). The
-// two-consumer builds ran 0.5-1% slower that way and keep the rows in order (NOTES.md,
-// "Blockwise scales read as they are needed").
+// two-consumer builds ran 0.5-1% slower so and keep the rows in order (NOTES.md, "Blockwise
+// scales read as they are needed").
 constexpr bool PAIRED_ROW_SCALES = BLOCK_SCALES && CONSUMERS == 3;
 __device__ __forceinline__ int paired_row(int r) { return (r & ~15) + 2 * (r & 7) + ((r >> 3) & 1); }
 // Blockwise: the producer warpgroup's second warp stages each K-tile's scales in its stage's
@@ -1076,8 +1111,12 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
   // columns alike).
   float rows[ROW_SUMS ? M_SUBS : 1][4];
   const unsigned long long ones = ones_descriptor(ones_smem);
-  // PROMOTE: one K-tile's sums, added into acc once its MMAs are done (see the main loop).
+  // PROMOTE: one K-tile's sums, added into acc once its MMAs are done (see the main loop),
+  // times the per-tensor recipe's one scale product: then the epilogue has none to apply.
   float part[PROMOTE ? M_SUBS : 1][PROMOTE ? ACC_REGS : 1];
+  const Scales& sc = sched.scales;
+  const float tensor_scale =
+      PROMOTE && !BLOCK_SCALES && sc.a != nullptr && sc.a_row == 0 && sc.b_col == 0 ? __ldg(sc.a) * __ldg(sc.b) : 1.f;
   bool first_issue = true;  // PROMOTE: consumer 0's first MMAs of the grid wait for no turn
   // This thread's first row and column of a tile's slice (the accumulator layout).
   const int thread_row = wg_m0 + warp * 16 + lane / 4, thread_col = wg_n0 + 2 * (lane % 4);
@@ -1136,9 +1175,10 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       zero_accumulators(acc);
       // The blockwise build's scales of a K-tile wait in its stage's slot (stage_block_scales):
       // sa and sb of this thread's rows, read once the stage is full (load_scales), and their
-      // products f (block_scales); 1 in the other recipes' builds, whose scales wait for the
-      // epilogue. b_slot: the column block of this consumer's slice, counted from the tile's
-      // first (where a slice spans two blocks, SCALE_SETS, the first of them).
+      // products f (block_scales); in the other recipes' builds tensor_scale (per tensor) or
+      // 1 (per row, whose scales wait for the epilogue). b_slot: the column block of this
+      // consumer's slice, counted from the tile's first (where a slice spans two blocks,
+      // SCALE_SETS, the first of them).
       const int b_slot = (tile_n * BN + wg_n0) / SCALE_BLOCK - tile_n * BN / SCALE_BLOCK;
       auto load_scales = [&](float (&sa)[M_SUBS][2], float (&sb)[SCALE_SETS], int s_stage) {
         const unsigned slot = scale_smem + s_stage * SCALE_SLOT_BYTES;
@@ -1164,7 +1204,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
 #pragma unroll
           for (int s = 0; s < M_SUBS; ++s)
 #pragma unroll
-            for (int h = 0; h < 2; ++h) f[q][s][h] = BLOCK_SCALES ? sa[s][h] * sb[q] : 1.f;
+            for (int h = 0; h < 2; ++h) f[q][s][h] = BLOCK_SCALES ? sa[s][h] * sb[q] : tensor_scale;
       };
       // Two blocks: this tile's slice starts at 0 or SCALE_STEP inside its first block.
       const bool half_split = SCALE_SETS == 2 && (tile_n * BN + wg_n0) % SCALE_BLOCK != 0;
@@ -1197,7 +1237,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
         if (kt + 1 < w.kt_end) {
           mbar_wait(full_bar + 8 * stage, phase);
           load_scales(sa, sb, stage);
-        } else {  // past the unit's last K-tile: 1, so that f stays a constant 1 in the plain builds
+        } else {  // past the unit's last K-tile: 1, so that f stays tensor_scale in the plain builds
 #pragma unroll
           for (int q = 0; q < SCALE_SETS; ++q) sb[q] = 1.f;
 #pragma unroll
