@@ -906,11 +906,8 @@ __device__ __forceinline__ void mma_tf32(float (&acc)[N], const unsigned (&frag)
 // ---- FP8 scales (Scales), applied after the main loop, between a tile's last MMAs and the next
 // tile's first: kept short (NOTES.md, "The FP8 epilogue's scales"). Per-tensor scales (strides
 // 0): every accumulator, in either layout, times one product; returns whether they were that.
-// The promoted builds took that product in as they promoted (tensor_scale), so it is done.
-__device__ __forceinline__ bool per_tensor(float (&acc)[M_SUBS][ACC_REGS], const Scales& sc) {
+__device__ __forceinline__ bool per_tensor(float (&acc)[M_SUBS][ACC_REGS], const Scales& sc, float s) {
   if (sc.a_row != 0 || sc.b_col != 0) return false;
-  if (PROMOTE) return true;
-  const float s = __ldg(sc.a) * __ldg(sc.b);
 #pragma unroll
   for (int r = 0; r < M_SUBS; ++r)
 #pragma unroll
@@ -922,8 +919,8 @@ __device__ __forceinline__ bool per_tensor(float (&acc)[M_SUBS][ACC_REGS], const
 // sa(row) sb(col) (rows and columns past C's are not stored: scaled by 0). Contiguous column
 // scales are read in pairs (N is a multiple of 16, so a pair starting inside C ends inside it).
 __device__ __forceinline__ void scale_accumulators(float (&acc)[M_SUBS][ACC_REGS], const Scales& sc,
-                                                   int row0, int col0, int M, int N) {
-  if (per_tensor(acc, sc)) return;
+                                                   float tensor_scale, int row0, int col0, int M, int N) {
+  if (per_tensor(acc, sc, tensor_scale)) return;
   float sa[M_SUBS][2];
 #pragma unroll
   for (int s = 0; s < M_SUBS; ++s)
@@ -960,9 +957,9 @@ __device__ __forceinline__ void scale_accumulators(float (&acc)[M_SUBS][ACC_REGS
 // Swap-AB tiles (TRANSPOSED, one row block): accumulator acc[0][4 j + 2 h + e] is C row row0 + 8 j
 // + 2 (lane % 4) + e, column col0 + transposed_column(warp, h, lane / 4) (as the transposed
 // stores read it).
-__device__ __forceinline__ void scale_transposed(float (&acc)[M_SUBS][ACC_REGS], const Scales& sc, int row0,
-                                                 int col0, int M, int N, int warp, int lane) {
-  if (per_tensor(acc, sc)) return;
+__device__ __forceinline__ void scale_transposed(float (&acc)[M_SUBS][ACC_REGS], const Scales& sc, float tensor_scale,
+                                                 int row0, int col0, int M, int N, int warp, int lane) {
+  if (per_tensor(acc, sc, tensor_scale)) return;
   float sb[2], sa[ACC_REGS / 4][2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -993,8 +990,8 @@ __device__ __forceinline__ void prefetch_scales(const Scales& sc, int row0, int 
 }
 // The three-consumer blockwise builds read a thread's two rows of scales (r and r + 8) in one
 // 8-byte load, so their slots keep each 16 rows' scales in pairs: row r at paired_row(r). The
-// two-consumer builds ran 0.5-1% slower so and keep the rows in order (NOTES.md, "Blockwise
-// scales read as they are needed").
+// two-consumer builds ran 0.5-1% slower that way and keep the rows in order (NOTES.md,
+// "Blockwise scales read as they are needed").
 constexpr bool PAIRED_ROW_SCALES = BLOCK_SCALES && CONSUMERS == 3;
 __device__ __forceinline__ int paired_row(int r) { return (r & ~15) + 2 * (r & 7) + ((r >> 3) & 1); }
 // Blockwise: the producer warpgroup's second warp stages each K-tile's scales in its stage's
@@ -1111,13 +1108,14 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
   // columns alike).
   float rows[ROW_SUMS ? M_SUBS : 1][4];
   const unsigned long long ones = ones_descriptor(ones_smem);
-  // PROMOTE: one K-tile's sums, added into acc once its MMAs are done (see the main loop),
-  // times the per-tensor recipe's one scale product: then the epilogue has none to apply.
+  // PROMOTE: one K-tile's sums, added into acc once its MMAs are done (see the main loop).
   float part[PROMOTE ? M_SUBS : 1][PROMOTE ? ACC_REGS : 1];
+  bool first_issue = true;  // PROMOTE: consumer 0's first MMAs of the grid wait for no turn
+  // Per-tensor scales: their product, loaded once here rather than in each epilogue, where
+  // a tile's first read waited out a miss between its last MMAs and the next tile's first.
   const Scales& sc = sched.scales;
   const float tensor_scale =
-      PROMOTE && !BLOCK_SCALES && sc.a != nullptr && sc.a_row == 0 && sc.b_col == 0 ? __ldg(sc.a) * __ldg(sc.b) : 1.f;
-  bool first_issue = true;  // PROMOTE: consumer 0's first MMAs of the grid wait for no turn
+      FP8 && !BLOCK_SCALES && sc.a != nullptr && sc.a_row == 0 && sc.b_col == 0 ? __ldg(sc.a) * __ldg(sc.b) : 1.f;
   // This thread's first row and column of a tile's slice (the accumulator layout).
   const int thread_row = wg_m0 + warp * 16 + lane / 4, thread_col = wg_n0 + 2 * (lane % 4);
 
@@ -1175,10 +1173,9 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       zero_accumulators(acc);
       // The blockwise build's scales of a K-tile wait in its stage's slot (stage_block_scales):
       // sa and sb of this thread's rows, read once the stage is full (load_scales), and their
-      // products f (block_scales); in the other recipes' builds tensor_scale (per tensor) or
-      // 1 (per row, whose scales wait for the epilogue). b_slot: the column block of this
-      // consumer's slice, counted from the tile's first (where a slice spans two blocks,
-      // SCALE_SETS, the first of them).
+      // products f (block_scales); 1 in the other recipes' builds, whose scales wait for the
+      // epilogue. b_slot: the column block of this consumer's slice, counted from the tile's
+      // first (where a slice spans two blocks, SCALE_SETS, the first of them).
       const int b_slot = (tile_n * BN + wg_n0) / SCALE_BLOCK - tile_n * BN / SCALE_BLOCK;
       auto load_scales = [&](float (&sa)[M_SUBS][2], float (&sb)[SCALE_SETS], int s_stage) {
         const unsigned slot = scale_smem + s_stage * SCALE_SLOT_BYTES;
@@ -1204,7 +1201,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
 #pragma unroll
           for (int s = 0; s < M_SUBS; ++s)
 #pragma unroll
-            for (int h = 0; h < 2; ++h) f[q][s][h] = BLOCK_SCALES ? sa[s][h] * sb[q] : tensor_scale;
+            for (int h = 0; h < 2; ++h) f[q][s][h] = BLOCK_SCALES ? sa[s][h] * sb[q] : 1.f;
       };
       // Two blocks: this tile's slice starts at 0 or SCALE_STEP inside its first block.
       const bool half_split = SCALE_SETS == 2 && (tile_n * BN + wg_n0) % SCALE_BLOCK != 0;
@@ -1237,7 +1234,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
         if (kt + 1 < w.kt_end) {
           mbar_wait(full_bar + 8 * stage, phase);
           load_scales(sa, sb, stage);
-        } else {  // past the unit's last K-tile: 1, so that f stays tensor_scale in the plain builds
+        } else {  // past the unit's last K-tile: 1, so that f stays a constant 1 in the plain builds
 #pragma unroll
           for (int q = 0; q < SCALE_SETS; ++q) sb[q] = 1.f;
 #pragma unroll
@@ -1329,9 +1326,9 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       // well: without a branch ptxas spilled 40-48 B of the 128x256 and 128x192p consumers.)
       if constexpr (TRANSPOSED) {
         if (sched.scales.a != nullptr)
-          scale_transposed(acc, sched.scales, tile_m * BM + wg_m0, tile_n * BN + wg_n0, w.g.M, w.g.N, warp, lane);
+          scale_transposed(acc, sched.scales, tensor_scale, tile_m * BM + wg_m0, tile_n * BN + wg_n0, w.g.M, w.g.N, warp, lane);
       } else if (!BLOCK_SCALES && sched.scales.a != nullptr) {
-        scale_accumulators(acc, sched.scales, tile_m * BM + thread_row, tile_n * BN + thread_col, w.g.M, w.g.N);
+        scale_accumulators(acc, sched.scales, tensor_scale, tile_m * BM + thread_row, tile_n * BN + thread_col, w.g.M, w.g.N);
       }
     }
     if ((sched.splits > 1 || (STREAM_K && w.parts > 1)) &&
