@@ -906,8 +906,11 @@ __device__ __forceinline__ void mma_tf32(float (&acc)[N], const unsigned (&frag)
 // ---- FP8 scales (Scales), applied after the main loop, between a tile's last MMAs and the next
 // tile's first: kept short (NOTES.md, "The FP8 epilogue's scales"). Per-tensor scales (strides
 // 0): every accumulator, in either layout, times one product; returns whether they were that.
-__device__ __forceinline__ bool per_tensor(float (&acc)[M_SUBS][ACC_REGS], const Scales& sc, float s) {
+__device__ __forceinline__ bool per_tensor(float (&acc)[M_SUBS][ACC_REGS], const Scales& sc, float tensor_scale) {
   if (sc.a_row != 0 || sc.b_col != 0) return false;
+  // The swap-AB tiles loaded the product ahead (consume); the others' 128-row tiles hold the
+  // accumulators in nearly all their registers, and one more kept live slowed their loops.
+  const float s = TRANSPOSED ? tensor_scale : __ldg(sc.a) * __ldg(sc.b);
 #pragma unroll
   for (int r = 0; r < M_SUBS; ++r)
 #pragma unroll
@@ -1111,11 +1114,11 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
   // PROMOTE: one K-tile's sums, added into acc once its MMAs are done (see the main loop).
   float part[PROMOTE ? M_SUBS : 1][PROMOTE ? ACC_REGS : 1];
   bool first_issue = true;  // PROMOTE: consumer 0's first MMAs of the grid wait for no turn
-  // Per-tensor scales: their product, loaded once here rather than in each epilogue, where
-  // a tile's first read waited out a miss between its last MMAs and the next tile's first.
+  // Swap-AB tiles' per-tensor scales: their product, loaded once here, not in each epilogue,
+  // where a tile's first read waited out a miss after its last MMAs (per_tensor).
   const Scales& sc = sched.scales;
   const float tensor_scale =
-      FP8 && !BLOCK_SCALES && sc.a != nullptr && sc.a_row == 0 && sc.b_col == 0 ? __ldg(sc.a) * __ldg(sc.b) : 1.f;
+      FP8 && TRANSPOSED && sc.a != nullptr && sc.a_row == 0 && sc.b_col == 0 ? __ldg(sc.a) * __ldg(sc.b) : 1.f;
   // This thread's first row and column of a tile's slice (the accumulator layout).
   const int thread_row = wg_m0 + warp * 16 + lane / 4, thread_col = wg_n0 + 2 * (lane % 4);
 
