@@ -137,7 +137,7 @@ def test_fp8_sass_is_e4m3_wgmma_without_local_memory(name, mma):
     # the three-consumer blockwise build reads a thread's two rows of scales in one LDS.64
     # (paired_row); the others read them one by one (NOTES.md, "Blockwise scales read as they
     # are needed")
-    assert ("LDS.64" in ops) == bool(cfg.block_scales and cfg.threads == 512)
+    assert ("LDS.64" in ops) == bool(cfg.block_scales and cfg.warps == 3)  # three consumer slices
     # the next K-tile's scales are loaded before the wait for this K-tile's MMAs, but their
     # product is taken after the add: taken at once, it waited there for the loads
     for wait in re.finditer(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x0", text):
@@ -145,6 +145,15 @@ def test_fp8_sass_is_e4m3_wgmma_without_local_memory(name, mma):
         assert not ("LDS" in since_issue and "FMUL" in since_issue)
     # bf16 C is staged by stmatrix, unless a swap-AB tile's transposed stores write it
     assert ("STSM.16.M88.4" in ops) == (not cfg.swap_ab)
+    # the two-consumer blockwise 64 x 128 slice (two bf16 boxes) is staged whole and its stores
+    # committed once (SHORT_EPILOGUE); the others commit a box at a time, but for the swap-AB
+    # tiles' transposed stores, one commit a slice
+    short = bool(cfg.block_scales and cfg.warps == 2 and cfg.warp_n == 128)
+    assert (ops.get("UTMACMDFLUSH", 0) == 1) == (short or bool(cfg.swap_ab))
+    # the swap-AB builds load the per-tensor scale product ahead of their first MMAs (two
+    # loads); the others read it in the epilogue
+    ahead = re.findall(r"LDG\.E\.CONSTANT", text[:text.find("QGMMA")])
+    assert len(ahead) == (2 if cfg.swap_ab else 0)
 
 
 def test_scaled_mm_refuses_before_launching():

@@ -365,7 +365,11 @@ __device__ __forceinline__ float2 bias_pair(const OutT* bias, int col, int cols)
                      col + 1 < cols ? static_cast<float>(bias[col + 1]) : 0.f);
 }
 
-template <bool B> struct Flag { static constexpr bool value = B; };  // a compile-time choice for a lambda
+// The two-consumer blockwise builds stage a slice whose boxes fill the ring (64 x 128 of 16-bit
+// C) whole, between one pair of barriers rather than a pair a box: 128x128pb ran 1.5-3.5%
+// faster so (H200, three calls). 128x128p ran 0.5-1% slower with it, 192x128pb about 1% at
+// 8192^3, so the other builds keep a pair a box (NOTES.md, "The FP8 epilogue, three ways").
+constexpr bool SHORT_EPILOGUE = BLOCK_SCALES && CONSUMERS == 2;
 
 // Epilogue through TMA: one 64-row block of the warpgroup's slice (64 x WG_N) goes out one
 // box (64 rows x 128 B, 128B-swizzled so that the 8 rows a store writes hit 32 banks) at a time,
@@ -381,10 +385,10 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[ACC_REGS], uns
   constexpr int BOX_COLS_C = SWIZZLE_BYTES / sizeof(OutT);
   static_assert(WG_N % BOX_COLS_C == 0, "the slice splits into whole boxes");
   const bool leader = threadIdx.x % WG_THREADS == 0;
-  // A one-row-block slice whose boxes fill the ring stages them all between one pair of
-  // barriers: the stores out of them a tile ago have long read them.
+  // SHORT_EPILOGUE, one row block whose boxes fill the ring: all of them between one pair of
+  // barriers (the stores out of them a tile ago have long read them), committed once.
   constexpr int BOXES = WG_N / BOX_COLS_C;
-  constexpr bool ALL_AT_ONCE = BOXES == EPI_BOXES && M_SUBS == 1;
+  constexpr bool ALL_AT_ONCE = SHORT_EPILOGUE && BOXES == EPI_BOXES && M_SUBS == 1;
   if (ALL_AT_ONCE) {
     if (leader) bulk_wait_read<0>();
     named_barrier(1 + consumer, WG_THREADS);
@@ -402,47 +406,37 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[ACC_REGS], uns
       if (leader) bulk_wait_read<EPI_BOXES - 1>();
       named_barrier(1 + consumer, WG_THREADS);
     }
-    // With no bias (FP8's usual case) the stores skip adding its zeros: 64 FADD a slice less
-    // in the span between a tile's last MMAs and the next tile's first.
-    auto stage = [&](auto with_bias) {
-      constexpr bool BIAS = decltype(with_bias)::value;
-      auto out = [&](float x, float y) { return BIAS ? x + y : x; };  // (x + 0 is no plain x)
-      if constexpr (sizeof(OutT) == 2) {
-        // 16-bit C: the accumulator layout is stmatrix's, so one stmatrix x4 writes four 8 x 8
-        // matrices, column groups jj and jj + 1 at rows h = 0 and 1 (a quarter of the stores of
-        // 4-byte pairs). Lane l gives the address of row l % 8 of matrix l / 8; a matrix row is
-        // one 16-byte chunk of the swizzled box.
-        const int m = lane / 8, r = warp * 16 + 8 * (m % 2) + lane % 8;
+    if constexpr (sizeof(OutT) == 2) {
+      // 16-bit C: the accumulator layout is stmatrix's, so one stmatrix x4 writes four 8 x 8
+      // matrices, column groups jj and jj + 1 at rows h = 0 and 1 (a quarter of the stores of
+      // 4-byte pairs). Lane l gives the address of row l % 8 of matrix l / 8; a matrix row is
+      // one 16-byte chunk of the swizzled box.
+      const int m = lane / 8, r = warp * 16 + 8 * (m % 2) + lane % 8;
 #pragma unroll
-        for (int jj = 0; jj < BOX_COLS_C / 8; jj += 2) {
-          const int j = q * (BOX_COLS_C / 8) + jj;  // the accumulators' 8-column group
-          unsigned v[4];
+      for (int jj = 0; jj < BOX_COLS_C / 8; jj += 2) {
+        const int j = q * (BOX_COLS_C / 8) + jj;  // the accumulators' 8-column group
+        unsigned v[4];
 #pragma unroll
-          for (int i = 0; i < 4; ++i)
-            v[i] = pack_pair(out(acc[4 * (j + i / 2) + 2 * (i % 2)], b[jj + i / 2].x),
-                             out(acc[4 * (j + i / 2) + 2 * (i % 2) + 1], b[jj + i / 2].y), static_cast<OutT*>(nullptr));
-          stmatrix_x4(box + r * SWIZZLE_BYTES + (((jj + m / 2) ^ (r % 8)) << 4), v);
-        }
-      } else {  // fp32 C: pairs of 8 bytes
-        const int swz = (lane / 4) % 8;  // row % 8 of both rows this thread writes
+        for (int i = 0; i < 4; ++i)
+          v[i] = pack_pair(acc[4 * (j + i / 2) + 2 * (i % 2)] + b[jj + i / 2].x,
+                           acc[4 * (j + i / 2) + 2 * (i % 2) + 1] + b[jj + i / 2].y, static_cast<OutT*>(nullptr));
+        stmatrix_x4(box + r * SWIZZLE_BYTES + (((jj + m / 2) ^ (r % 8)) << 4), v);
+      }
+    } else {  // fp32 C: pairs of 8 bytes
+      const int swz = (lane / 4) % 8;  // row % 8 of both rows this thread writes
 #pragma unroll
-        for (int jj = 0; jj < BOX_COLS_C / 8; ++jj) {
-          const int j = q * (BOX_COLS_C / 8) + jj;  // the accumulators' 8-column group
-          const int byte = (jj * 8 + 2 * (lane % 4)) * static_cast<int>(sizeof(OutT));
+      for (int jj = 0; jj < BOX_COLS_C / 8; ++jj) {
+        const int j = q * (BOX_COLS_C / 8) + jj;  // the accumulators' 8-column group
+        const int byte = (jj * 8 + 2 * (lane % 4)) * static_cast<int>(sizeof(OutT));
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int r = warp * 16 + lane / 4 + 8 * h;
-            const unsigned addr = box + r * SWIZZLE_BYTES + ((((byte >> 4) ^ swz) << 4) | (byte & 15));
-            st_shared_pair(addr, out(acc[4 * j + 2 * h], b[jj].x), out(acc[4 * j + 2 * h + 1], b[jj].y),
-                           static_cast<OutT*>(nullptr));
-          }
+        for (int h = 0; h < 2; ++h) {
+          const int r = warp * 16 + lane / 4 + 8 * h;
+          const unsigned addr = box + r * SWIZZLE_BYTES + ((((byte >> 4) ^ swz) << 4) | (byte & 15));
+          st_shared_pair(addr, acc[4 * j + 2 * h] + b[jj].x, acc[4 * j + 2 * h + 1] + b[jj].y,
+                         static_cast<OutT*>(nullptr));
         }
       }
-    };
-    if (bias != nullptr)
-      stage(Flag<true>());
-    else
-      stage(Flag<false>());
+    }
     if (!ALL_AT_ONCE) {
       fence_proxy_async();
       named_barrier(1 + consumer, WG_THREADS);
@@ -906,10 +900,11 @@ __device__ __forceinline__ void mma_tf32(float (&acc)[N], const unsigned (&frag)
 // ---- FP8 scales (Scales), applied after the main loop, between a tile's last MMAs and the next
 // tile's first: kept short (NOTES.md, "The FP8 epilogue's scales"). Per-tensor scales (strides
 // 0): every accumulator, in either layout, times one product; returns whether they were that.
+// The swap-AB builds take the product their consumer loaded at its start (tensor_scale), not
+// read after a short tile's last MMAs: 1-7% faster per tensor (H200). The 128-row builds read
+// it here; held through their long loops it bought nothing measurable.
 __device__ __forceinline__ bool per_tensor(float (&acc)[M_SUBS][ACC_REGS], const Scales& sc, float tensor_scale) {
   if (sc.a_row != 0 || sc.b_col != 0) return false;
-  // The swap-AB tiles loaded the product ahead (consume); the others' 128-row tiles hold the
-  // accumulators in nearly all their registers, and one more kept live slowed their loops.
   const float s = TRANSPOSED ? tensor_scale : __ldg(sc.a) * __ldg(sc.b);
 #pragma unroll
   for (int r = 0; r < M_SUBS; ++r)
@@ -1114,8 +1109,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
   // PROMOTE: one K-tile's sums, added into acc once its MMAs are done (see the main loop).
   float part[PROMOTE ? M_SUBS : 1][PROMOTE ? ACC_REGS : 1];
   bool first_issue = true;  // PROMOTE: consumer 0's first MMAs of the grid wait for no turn
-  // Swap-AB tiles' per-tensor scales: their product, loaded once here, not in each epilogue,
-  // where a tile's first read waited out a miss after its last MMAs (per_tensor).
+  // The swap-AB builds' per-tensor scale product, loaded once (per_tensor); 1 otherwise.
   const Scales& sc = sched.scales;
   const float tensor_scale =
       FP8 && TRANSPOSED && sc.a != nullptr && sc.a_row == 0 && sc.b_col == 0 ? __ldg(sc.a) * __ldg(sc.b) : 1.f;
