@@ -366,9 +366,10 @@ __device__ __forceinline__ float2 bias_pair(const OutT* bias, int col, int cols)
 }
 
 // The two-consumer blockwise builds stage a slice whose boxes fill the ring (64 x 128 of 16-bit
-// C) whole, between one pair of barriers rather than a pair a box: 128x128pb ran 1.5-3.5%
-// faster so (H200, three calls). 128x128p ran 0.5-1% slower with it, 192x128pb about 1% at
-// 8192^3, so the other builds keep a pair a box (NOTES.md, "The FP8 epilogue, three ways").
+// C) whole, between one pair of barriers rather than a pair a box: 128x128pb ran 1.3-4%
+// faster so on the square and LLM shapes (H200, three calls). 128x128p ran 0.5-1% slower with
+// it, 192x128pb about 1% at 8192^3: the others keep a pair a box (NOTES.md, "The FP8
+// epilogue, three ways").
 constexpr bool SHORT_EPILOGUE = BLOCK_SCALES && CONSUMERS == 2;
 
 // Epilogue through TMA: one 64-row block of the warpgroup's slice (64 x WG_N) goes out one
@@ -901,8 +902,8 @@ __device__ __forceinline__ void mma_tf32(float (&acc)[N], const unsigned (&frag)
 // tile's first: kept short (NOTES.md, "The FP8 epilogue's scales"). Per-tensor scales (strides
 // 0): every accumulator, in either layout, times one product; returns whether they were that.
 // The swap-AB builds take the product their consumer loaded at its start (tensor_scale), not
-// read after a short tile's last MMAs: 1-7% faster per tensor (H200). The 128-row builds read
-// it here; held through their long loops it bought nothing measurable.
+// read after a short tile's last MMAs: 0-9% faster per tensor, most at short K (H200). The
+// 128-row builds read it here; held through their long loops it bought nothing measurable.
 __device__ __forceinline__ bool per_tensor(float (&acc)[M_SUBS][ACC_REGS], const Scales& sc, float tensor_scale) {
   if (sc.a_row != 0 || sc.b_col != 0) return false;
   const float s = TRANSPOSED ? tensor_scale : __ldg(sc.a) * __ldg(sc.b);
