@@ -156,31 +156,6 @@ def test_fp8_sass_is_e4m3_wgmma_without_local_memory(name, mma):
     assert len(ahead) == (2 if cfg.swap_ab else 0)
 
 
-@pytest.mark.parametrize("name", [c.name for c in FP8.configs if c.promote])
-def test_promotion_adds_read_two_register_banks(name):
-    """A promoted consumer adds each K-tile's sums (wgmma's registers, element i at base + i)
-    into its accumulators. Kept in element order, accumulator i sat in a register of i's parity
-    too (split-K's vector stores align them), so the blockwise FFMA read sum, scale and
-    accumulator from one register bank on every other add. The accumulators are kept crossed
-    (slot(i) = i ^ 1): each add reads a sum and an accumulator of different parity."""
-    cfg = FP8.config(name)
-    cubin = cuda.compile_cubin(FP8.source, "sm_90a", FP8.defines(cfg, b_col=True))
-    text = sass.function_sass(cubin.image, FP8.entry[("float8_e4m3fn", "bfloat16")])
-    mma = re.search(r"QGMMA\.64x(\d+)x32\S* R(\d+),", text)
-    base, count = int(mma.group(2)), int(mma.group(1)) // 2
-    # the promotion: in the instructions after each wait for all of a K-tile's wgmmas, the adds
-    # of a sum register into a register outside the sums
-    lines = text.splitlines()
-    promotion = []
-    for at in (i for i, line in enumerate(lines) if "WARPGROUP.DEPBAR.LE gsb0, 0x0" in line):
-        for line in lines[at:at + 4 * count + 64]:
-            add = re.search(r"\b(?:FADD|FFMA) R(\d+), R(\d+)(?:\.reuse)?, ", line)
-            if add and base <= int(add.group(2)) < base + count and not base <= int(add.group(1)) < base + count:
-                promotion.append((int(add.group(1)), int(add.group(2))))
-    assert len(promotion) >= count
-    assert all(d % 2 != a % 2 for d, a in promotion), promotion[:4]
-
-
 def test_scaled_mm_refuses_before_launching():
     qa, sa = fp8.quantize(torch.randn(64, 256), "tensor")
     qb, sb = fp8.quantize(torch.randn(256, 128), "tensor", operand="b")
