@@ -900,26 +900,24 @@ __device__ __forceinline__ void mma_tf32(float (&acc)[N], const unsigned (&frag)
 
 // ---- FP8 scales (Scales), applied after the main loop, between a tile's last MMAs and the next
 // tile's first: kept short (NOTES.md, "The FP8 epilogue's scales"). Per-tensor scales (strides
-// 0): every accumulator, in either layout, times one product; returns whether they were that.
-// The swap-AB builds take the product their consumer loaded at its start (tensor_scale), not
-// read after a short tile's last MMAs: 0-9% faster per tensor, most at short K (H200). The
-// 128-row builds read it here; held through their long loops it bought nothing measurable.
-__device__ __forceinline__ bool per_tensor(float (&acc)[M_SUBS][ACC_REGS], const Scales& sc, float tensor_scale) {
-  if (sc.a_row != 0 || sc.b_col != 0) return false;
-  const float s = TRANSPOSED ? tensor_scale : __ldg(sc.a) * __ldg(sc.b);
+// 0): every accumulator, in either layout, times one product. The swap-AB builds take the
+// product their consumer loaded at its start (tensor_scale), not read after a short tile's
+// last MMAs: 0-9% faster per tensor, most at short K (H200). The 128-row builds read it in
+// the epilogue; held through their long loops it bought nothing measurable.
+__device__ __forceinline__ bool per_tensor(const Scales& sc) { return sc.a_row == 0 && sc.b_col == 0; }
+__device__ __forceinline__ void scale_all(float (&acc)[M_SUBS][ACC_REGS], float s) {
 #pragma unroll
   for (int r = 0; r < M_SUBS; ++r)
 #pragma unroll
     for (int i = 0; i < ACC_REGS; ++i) acc[r][i] *= s;
-  return true;
 }
 // Per row or column: a thread's accumulator acc[s][4 j + 2 h + e] is C row row0 + 64 s + 8 h,
 // column col0 + 8 j + e (row0, col0: its first; the wgmma m64 accumulator layout), times
 // sa(row) sb(col) (rows and columns past C's are not stored: scaled by 0). Contiguous column
 // scales are read in pairs (N is a multiple of 16, so a pair starting inside C ends inside it).
 __device__ __forceinline__ void scale_accumulators(float (&acc)[M_SUBS][ACC_REGS], const Scales& sc,
-                                                   float tensor_scale, int row0, int col0, int M, int N) {
-  if (per_tensor(acc, sc, tensor_scale)) return;
+                                                   int row0, int col0, int M, int N) {
+  if (per_tensor(sc)) return scale_all(acc, __ldg(sc.a) * __ldg(sc.b));
   float sa[M_SUBS][2];
 #pragma unroll
   for (int s = 0; s < M_SUBS; ++s)
@@ -958,7 +956,7 @@ __device__ __forceinline__ void scale_accumulators(float (&acc)[M_SUBS][ACC_REGS
 // stores read it).
 __device__ __forceinline__ void scale_transposed(float (&acc)[M_SUBS][ACC_REGS], const Scales& sc, float tensor_scale,
                                                  int row0, int col0, int M, int N, int warp, int lane) {
-  if (per_tensor(acc, sc, tensor_scale)) return;
+  if (per_tensor(sc)) return scale_all(acc, tensor_scale);
   float sb[2], sa[ACC_REGS / 4][2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -1110,10 +1108,9 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
   // PROMOTE: one K-tile's sums, added into acc once its MMAs are done (see the main loop).
   float part[PROMOTE ? M_SUBS : 1][PROMOTE ? ACC_REGS : 1];
   bool first_issue = true;  // PROMOTE: consumer 0's first MMAs of the grid wait for no turn
-  // The swap-AB builds' per-tensor scale product, loaded once (per_tensor); 1 otherwise.
+  // The swap-AB builds' per-tensor scale product, loaded once (scale_transposed); 1 otherwise.
   const Scales& sc = sched.scales;
-  const float tensor_scale =
-      FP8 && TRANSPOSED && sc.a != nullptr && sc.a_row == 0 && sc.b_col == 0 ? __ldg(sc.a) * __ldg(sc.b) : 1.f;
+  const float tensor_scale = FP8 && TRANSPOSED && sc.a != nullptr && per_tensor(sc) ? __ldg(sc.a) * __ldg(sc.b) : 1.f;
   // This thread's first row and column of a tile's slice (the accumulator layout).
   const int thread_row = wg_m0 + warp * 16 + lane / 4, thread_col = wg_n0 + 2 * (lane % 4);
 
@@ -1326,7 +1323,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
         if (sched.scales.a != nullptr)
           scale_transposed(acc, sched.scales, tensor_scale, tile_m * BM + wg_m0, tile_n * BN + wg_n0, w.g.M, w.g.N, warp, lane);
       } else if (!BLOCK_SCALES && sched.scales.a != nullptr) {
-        scale_accumulators(acc, sched.scales, tensor_scale, tile_m * BM + thread_row, tile_n * BN + thread_col, w.g.M, w.g.N);
+        scale_accumulators(acc, sched.scales, tile_m * BM + thread_row, tile_n * BN + thread_col, w.g.M, w.g.N);
       }
     }
     if ((sched.splits > 1 || (STREAM_K && w.parts > 1)) &&
