@@ -253,6 +253,15 @@ constexpr int PRODUCER_REGS = PROMOTED_THREE ? 32 : 40;
 constexpr int CONSUMER_REGS_FREE =
     ((LAUNCH_REGS * THREADS - PRODUCER_REGS * WG_THREADS) / (CONSUMERS * WG_THREADS)) / 8 * 8;
 constexpr int CONSUMER_REGS = CONSUMER_REGS_FREE < 256 ? CONSUMER_REGS_FREE : 256;
+// The three-consumer blockwise build keeps accumulator element i in register slot(i) = i ^ 1.
+// A K-tile's sum of element i lies in wgmma's register base + i, and split-K's vector stores
+// keep the slots in aligned registers, so in element order a sum and its accumulator share a
+// register bank (parity) and the promotion's FFMA (sum x scale + accumulator) read three
+// registers of one bank on every other add. Crossed, 192x128pb ran 1.6-2.3% faster on every
+// shape it takes; 128x128pb ran 1% faster at 4096 rows and 1.5-2% slower on grids of one or two
+// waves, so it and the other builds keep element order (H200; NOTES.md, "Register banks in the
+// promotion, measured").
+__device__ __forceinline__ constexpr int slot(int i) { return PROMOTED_THREE && BLOCK_SCALES ? i ^ 1 : i; }
 
 static_assert(BK == BOX_COLS, "a K-tile of A is one 128-byte swizzled row per M row");
 static_assert((TRANSPOSED ? WG_N : WG_M) == 64 || (!TRANSPOSED && WG_M == 128),
@@ -419,8 +428,8 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[ACC_REGS], uns
         unsigned v[4];
 #pragma unroll
         for (int i = 0; i < 4; ++i)
-          v[i] = pack_pair(acc[4 * (j + i / 2) + 2 * (i % 2)] + b[jj + i / 2].x,
-                           acc[4 * (j + i / 2) + 2 * (i % 2) + 1] + b[jj + i / 2].y, static_cast<OutT*>(nullptr));
+          v[i] = pack_pair(acc[slot(4 * (j + i / 2) + 2 * (i % 2))] + b[jj + i / 2].x,
+                           acc[slot(4 * (j + i / 2) + 2 * (i % 2) + 1)] + b[jj + i / 2].y, static_cast<OutT*>(nullptr));
         stmatrix_x4(box + r * SWIZZLE_BYTES + (((jj + m / 2) ^ (r % 8)) << 4), v);
       }
     } else {  // fp32 C: pairs of 8 bytes
@@ -433,7 +442,7 @@ __device__ __forceinline__ void store_tile_tma(const float (&acc)[ACC_REGS], uns
         for (int h = 0; h < 2; ++h) {
           const int r = warp * 16 + lane / 4 + 8 * h;
           const unsigned addr = box + r * SWIZZLE_BYTES + ((((byte >> 4) ^ swz) << 4) | (byte & 15));
-          st_shared_pair(addr, acc[4 * j + 2 * h] + b[jj].x, acc[4 * j + 2 * h + 1] + b[jj].y,
+          st_shared_pair(addr, acc[slot(4 * j + 2 * h)] + b[jj].x, acc[slot(4 * j + 2 * h + 1)] + b[jj].y,
                          static_cast<OutT*>(nullptr));
         }
       }
@@ -825,7 +834,7 @@ __device__ __forceinline__ void store_tile_tma_transposed(const float (&acc)[ACC
           const int r = 8 * jj + 2 * t + e;  // C row within the chunk
           const unsigned addr = box + r * SWIZZLE_BYTES + (((nn / PER_CHUNK) ^ (r % 8)) << 4) +
                                 sizeof(OutT) * (nn % PER_CHUNK);
-          st_shared_one(addr, acc[4 * ((C_BOX_ROWS / 8) * q + jj) + 2 * h + e] + b, static_cast<OutT*>(nullptr));
+          st_shared_one(addr, acc[slot(4 * ((C_BOX_ROWS / 8) * q + jj) + 2 * h + e)] + b, static_cast<OutT*>(nullptr));
         }
       }
     }
@@ -947,8 +956,8 @@ __device__ __forceinline__ void scale_accumulators(float (&acc)[M_SUBS][ACC_REGS
     for (int s = 0; s < M_SUBS; ++s)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        acc[s][4 * j + 2 * h] *= sa[s][h] * sb[j].x;
-        acc[s][4 * j + 2 * h + 1] *= sa[s][h] * sb[j].y;
+        acc[s][slot(4 * j + 2 * h)] *= sa[s][h] * sb[j].x;
+        acc[s][slot(4 * j + 2 * h + 1)] *= sa[s][h] * sb[j].y;
       }
 }
 // Swap-AB tiles (TRANSPOSED, one row block): accumulator acc[0][4 j + 2 h + e] is C row row0 + 8 j
@@ -975,7 +984,7 @@ __device__ __forceinline__ void scale_transposed(float (&acc)[M_SUBS][ACC_REGS],
 #pragma unroll
     for (int h = 0; h < 2; ++h)
 #pragma unroll
-      for (int e = 0; e < 2; ++e) acc[0][4 * j + 2 * h + e] *= sa[j][e] * sb[h];
+      for (int e = 0; e < 2; ++e) acc[0][slot(4 * j + 2 * h + e)] *= sa[j][e] * sb[h];
 }
 // Per row or column: a tile's scales fetched into L1 as its unit starts, so that the epilogue's
 // loads hit there rather than wait for L2 (one 128-byte line a lane: the warp's rows, and the
@@ -1048,7 +1057,7 @@ __device__ __forceinline__ void add_promoted(float (&acc)[M_SUBS][ACC_REGS], flo
 #pragma unroll
   for (int s = 0; s < R; ++s)
 #pragma unroll
-    for (int i = 0; i < N; ++i) acc[s][i] += part[s][i] * f[i / 4 < SPLIT ? 0 : SCALE_SETS - 1][s][(i / 2) % 2];
+    for (int i = 0; i < N; ++i) acc[s][slot(i)] += part[s][i] * f[i / 4 < SPLIT ? 0 : SCALE_SETS - 1][s][(i / 2) % 2];
 }
 
 // Hardware barriers 1..CONSUMERS: one consumer warpgroup's own steps; the next CONSUMERS: the
@@ -1363,7 +1372,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             const int row = tile_m * BM + wg_m0 + 8 * j + 2 * (lane % 4) + e;
-            if (row < M) C[static_cast<long long>(row) * ldc + col] = to_out(acc[0][4 * j + 2 * h + e] + b, C);
+            if (row < M) C[static_cast<long long>(row) * ldc + col] = to_out(acc[0][slot(4 * j + 2 * h + e)] + b, C);
           }
       }
       continue;
@@ -1387,7 +1396,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
           const int col = col0 + 8 * j;
           const float2 b = bias_pair(sched.bias, col, N);
           if (col < N)
-            store2(c_row + col, acc[s][4 * j + 2 * half_rows] + b.x, acc[s][4 * j + 2 * half_rows + 1] + b.y,
+            store2(c_row + col, acc[s][slot(4 * j + 2 * half_rows)] + b.x, acc[s][slot(4 * j + 2 * half_rows + 1)] + b.y,
                    c_pairs && col + 1 < N, col + 1 < N);
         }
       }
