@@ -230,6 +230,28 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None
     return plan.run(a, b, out, a_ptr, b_ptr, c_ptr, bias)
 
 
+def any_dtensor(*tensors) -> bool:
+    """Whether any of the tensors is a DTensor (torch.distributed.tensor), without importing it."""
+    return any(type(t).__name__ == "DTensor" for t in tensors)
+
+
+def check_dtensors(call: str, names: str, *tensors) -> None:
+    """A call with sharding rules (zoo.mm, zoo.bmm, zoo.nn.Linear) on DTensors takes DTensors
+    only: a plain tensor beside them (`names`: one word each) gets a ZooError here rather than
+    torch's error from deep in the dispatch."""
+    plain = [n for n, t in zip(names.split(), tensors) if t is not None and type(t).__name__ != "DTensor"]
+    if plain:
+        raise ZooError(f"{call} on DTensors takes DTensors only, got a plain tensor for {', '.join(plain)}: "
+                       "distribute it on the same mesh (torch.distributed.tensor.distribute_tensor)")
+
+
+def refuse_dtensors(call: str, *tensors) -> None:
+    """A ZooError for DTensors given to a call without sharding rules."""
+    if any_dtensor(*tensors):
+        raise ZooError(f"{call} has no sharding rules for DTensors: call it on their local tensors "
+                       "(DTensor.to_local()); zoo.mm, zoo.bmm and zoo.nn.Linear take DTensors")
+
+
 def _plus(y: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
     """y + bias, in place (y is the call's own output, or out), where autograd or tracing
     records the product: the op has no bias. The bias is checked as the launch path checks it

@@ -27,8 +27,9 @@ class Linear(torch.nn.Linear):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         w, bias = self.weight, self.bias
         compiling = torch.compiler.is_compiling()
-        if compiling or (_subclassed(x, w, bias) and ops._dtensor(x, w, bias)):
+        if compiling or (_subclassed(x, w, bias) and gemm.any_dtensor(x, w, bias)):
             if not compiling:
+                gemm.check_dtensors("zoo.nn.Linear", "input weight bias", x, w, bias)
                 ops.ensure_sharding()
             y = torch.ops.zoo.mm(x.reshape(-1, self.in_features), w.t())  # traced, or sharded by its rules
             if bias is not None:
@@ -81,7 +82,7 @@ _PLAIN = frozenset((torch.Tensor, torch.nn.Parameter))
 
 def _subclassed(x, w, bias) -> bool:
     """Whether any of the three is other than a plain tensor or parameter (a DTensor, say):
-    two type lookups for the common call, ops._dtensor's test only past them."""
+    two type lookups for the common call, gemm.any_dtensor's test only past them."""
     return type(x) not in _PLAIN or type(w) not in _PLAIN or (bias is not None and type(bias) not in _PLAIN)
 
 

@@ -41,7 +41,8 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None
        out: torch.Tensor | None = None, allow_tf32: bool | None = None,
        bias: torch.Tensor | None = None) -> torch.Tensor:
     if type(a) is not torch.Tensor or type(b) is not torch.Tensor or bias is not None:  # parameters, DTensors, ...
-        if _dtensor(a, b, bias):
+        if gemm.any_dtensor(a, b, bias):
+            gemm.check_dtensors("zoo.mm", "a b bias", a, b, bias)
             if out is not None:
                 raise ZooError("zoo.mm on DTensors takes no out= (the sharding rules make the result)")
             ensure_sharding()
@@ -60,12 +61,13 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
         out=None, cache: bool = True):
     one_launch = isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and out is None and not graph \
         and streams is None and mode in (None, "batched")
-    if one_launch and _dtensor(a, b):
+    if one_launch and gemm.any_dtensor(a, b):
+        gemm.check_dtensors("zoo.bmm", "a b", a, b)
         ensure_sharding()
         return torch.ops.zoo.bmm(a, b, out_dtype, kernel, config)
     if one_launch and _recorded(a, b):
         return BatchMatMul.apply(a, b, out_dtype, kernel, config)
-    if _dtensor(*_flat(a), *_flat(b)):
+    if gemm.any_dtensor(*_flat(a), *_flat(b)):
         raise ZooError("zoo.bmm on DTensors takes two 3-D DTensors in the one-launch mode (no lists, out=, "
                        "graph=, streams=)")
     return batched.bmm(a, b, mode=mode, streams=streams, graph=graph, out_dtype=out_dtype, kernel=kernel,
@@ -73,11 +75,6 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
 
 
 bmm.__doc__ = batched.bmm.__doc__
-
-
-def _dtensor(*tensors) -> bool:
-    """Whether any of the tensors is a DTensor (torch.distributed.tensor), without importing it."""
-    return any(type(t).__name__ == "DTensor" for t in tensors)
 
 
 def _flat(x) -> list:
@@ -136,6 +133,8 @@ def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, s
         pair = lambda v: [v, v] if isinstance(v, int) else list(v)  # noqa: E731 - the op's int[2]
         return torch.ops.zoo.conv2d(x, w, bias, pair(stride), pair(padding), pair(dilation), groups,
                                     out_dtype, kernel, config)
+    if type(x) is not torch.Tensor or type(w) is not torch.Tensor or bias is not None:  # parameters, DTensors, ...
+        gemm.refuse_dtensors("zoo.conv2d", x, w, bias)
     return conv.conv2d(x, w, bias, stride, padding, dilation, groups, out_dtype=out_dtype, kernel=kernel,
                        config=config, keep_layout=keep_layout)
 
