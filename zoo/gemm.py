@@ -230,6 +230,15 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None
     return plan.run(a, b, out, a_ptr, b_ptr, c_ptr, bias)
 
 
+_PLAIN = frozenset((torch.Tensor, torch.nn.Parameter))
+
+
+def subclassed(x, w, bias) -> bool:
+    """Whether any of the three is other than a plain tensor or parameter (a DTensor, say):
+    two type lookups for the common call, any_dtensor's test only past them."""
+    return type(x) not in _PLAIN or type(w) not in _PLAIN or (bias is not None and type(bias) not in _PLAIN)
+
+
 def any_dtensor(*tensors) -> bool:
     """Whether any of the tensors is a DTensor (torch.distributed.tensor), without importing it."""
     return any(type(t).__name__ == "DTensor" for t in tensors)

@@ -27,7 +27,7 @@ class Linear(torch.nn.Linear):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         w, bias = self.weight, self.bias
         compiling = torch.compiler.is_compiling()
-        if compiling or (_subclassed(x, w, bias) and gemm.any_dtensor(x, w, bias)):
+        if compiling or (gemm.subclassed(x, w, bias) and gemm.any_dtensor(x, w, bias)):
             if not compiling:
                 gemm.check_dtensors("zoo.nn.Linear", "input weight bias", x, w, bias)
                 ops.ensure_sharding()
@@ -77,15 +77,6 @@ class LinearFunction(torch.autograd.Function):
 # and costs about a third of the node's host time.
 _apply_linear = super(torch.autograd.Function, LinearFunction).apply
 _functorch_active = torch._C._are_functorch_transforms_active
-_PLAIN = frozenset((torch.Tensor, torch.nn.Parameter))
-
-
-def _subclassed(x, w, bias) -> bool:
-    """Whether any of the three is other than a plain tensor or parameter (a DTensor, say):
-    two type lookups for the common call, gemm.any_dtensor's test only past them."""
-    return type(x) not in _PLAIN or type(w) not in _PLAIN or (bias is not None and type(bias) not in _PLAIN)
-
-
 class Conv2d(torch.nn.Conv2d):
     """torch.nn.Conv2d on zoo.conv2d: zero padding given as numbers, groups=1, inference.
     keep_layout = True (on a layer, or on the class) keeps a weight the kernel reads as a copy

@@ -133,7 +133,7 @@ def conv2d(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = None, s
         pair = lambda v: [v, v] if isinstance(v, int) else list(v)  # noqa: E731 - the op's int[2]
         return torch.ops.zoo.conv2d(x, w, bias, pair(stride), pair(padding), pair(dilation), groups,
                                     out_dtype, kernel, config)
-    if type(x) is not torch.Tensor or type(w) is not torch.Tensor or bias is not None:  # parameters, DTensors, ...
+    if gemm.subclassed(x, w, bias):
         gemm.refuse_dtensors("zoo.conv2d", x, w, bias)
     return conv.conv2d(x, w, bias, stride, padding, dilation, groups, out_dtype=out_dtype, kernel=kernel,
                        config=config, keep_layout=keep_layout)
