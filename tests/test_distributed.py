@@ -1,7 +1,7 @@
 """The zoo's ops on DTensors without a GPU (issue 40 item 3): one process playing rank 0 of two
-under torch's fake process group, tensors on the meta device. The sharding rules, tensor
-parallel over zoo.nn.Linear forward and backward, and the ZooErrors for what the rules do not
-cover run here in CI; tests/test_gpu_multi.py runs the same on two GPUs with NCCL, values
+under torch's fake process group, tensors on the meta device. The sharding rules, tensor and
+sequence parallel over zoo.nn.Linear forward and backward, and the ZooErrors for what the
+rules do not cover run here in CI; tests/test_gpu_multi.py runs the same on two GPUs with NCCL, values
 compared with torch's."""
 import pytest
 import torch
@@ -92,6 +92,42 @@ def test_tensor_parallel_zoo_linear_layers_run_the_zoo_op_forward_and_backward(m
         grad = layer.weight.grad
         assert isinstance(grad, DTensor) and grad.placements == layer.weight.placements
         assert grad.to_local().shape == layer.weight.to_local().shape
+
+
+class Block(torch.nn.Module):
+    """A transformer's MLP with its residual: norm, up, GELU, down, on `linear` layers."""
+
+    def __init__(self, linear, **kw):
+        super().__init__()
+        self.norm, self.up, self.down = torch.nn.LayerNorm(256, **kw), linear(256, 512, **kw), linear(512, 256, **kw)
+
+    def forward(self, x):
+        return x + self.down(torch.nn.functional.gelu(self.up(self.norm(x))))
+
+
+def test_a_sequence_parallel_block_on_zoo_layers_communicates_as_on_torchs(mesh):
+    """The norm over a sequence shard (SequenceParallel), gathered into zoo.nn.Linear (columns)
+    and reduce-scattered out of it (rows): the same collectives as torch's layers, in order,
+    with zoo::mm for every product, forward and backward."""
+    from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel, SequenceParallel,
+                                                   parallelize_module)
+    kw = dict(device="meta", dtype=torch.bfloat16)
+    x = DTensor.from_local(torch.empty(4, 32, 256, **kw), mesh, [Shard(1)], run_check=False)  # 64 tokens in all
+    logs = []
+    for linear in (torch.nn.Linear, zoo.nn.Linear):
+        block = parallelize_module(Block(linear, **kw), mesh, {
+            "norm": SequenceParallel(), "up": ColwiseParallel(input_layouts=Shard(1)),
+            "down": RowwiseParallel(output_layouts=Shard(1), use_local_output=False)})
+        with OpLog() as log:
+            y = block(x)
+            y.float().square().mean().backward()
+        assert y.placements == (Shard(1),) and tuple(y.shape) == (4, 64, 256)
+        assert block.up.weight.grad.placements == (Shard(0),) and block.down.weight.grad.placements == (Shard(1),)
+        logs.append(log.ops)
+    collectives = [[op for op in ops if op.startswith("_c10d_functional.")] for ops in logs]
+    assert collectives[1] == collectives[0] and any("reduce_scatter" in op for op in collectives[0])
+    assert logs[1].count("zoo.mm.default") == 6  # 2 forward, 4 backward
+    assert not any(op.startswith(("aten.mm", "aten.addmm")) for op in logs[1])
 
 
 def test_what_the_rules_do_not_cover_raises_a_zoo_error(mesh):

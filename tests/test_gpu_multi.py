@@ -173,6 +173,36 @@ def _tensor_parallel(rank, mesh):
         _close(q.grad.full_tensor(), p.grad.full_tensor())
 
 
+def _sequence_parallel(rank, mesh):
+    """A transformer's MLP with its residual over a sequence shard: the norm on each rank's
+    tokens (SequenceParallel), gathered into the column-parallel up projection, reduce-scattered
+    out of the row-parallel down one (tests/test_distributed.py checks the collectives)."""
+    from torch.distributed.tensor import DTensor, Shard
+    from torch.distributed.tensor.parallel import (ColwiseParallel, RowwiseParallel, SequenceParallel,
+                                                   parallelize_module)
+    plan = {"norm": SequenceParallel(), "up": ColwiseParallel(input_layouts=Shard(1)),
+            "down": RowwiseParallel(output_layouts=Shard(1), use_local_output=False)}
+    models = []
+    for convert in (False, True):
+        torch.manual_seed(5)
+        block = torch.nn.ModuleDict({"norm": torch.nn.LayerNorm(256), "up": torch.nn.Linear(256, 512),
+                                     "down": torch.nn.Linear(512, 256)}).to("cuda", torch.bfloat16)
+        if convert:
+            assert all(s.swapped for s in zoo.nn.convert(block))
+        models.append(parallelize_module(block, mesh, plan))
+    torch.manual_seed(6)
+    x = torch.randn(4, 64, 256, device="cuda", dtype=torch.bfloat16)
+    shard = DTensor.from_local(x.chunk(2, dim=1)[rank], mesh, [Shard(1)])  # this rank's 32 tokens
+    outs = []
+    for block in models:
+        y = shard + block["down"](torch.nn.functional.gelu(block["up"](block["norm"](shard))))
+        y.float().square().mean().backward()
+        outs.append(y.full_tensor())
+    _close(outs[1], outs[0])
+    for p, q in zip(models[0].parameters(), models[1].parameters()):
+        _close(q.grad.full_tensor(), p.grad.full_tensor())
+
+
 def _fsdp2(rank, mesh):
     from torch.distributed.fsdp import fully_shard
     ref, mine = _mlp(3), _mlp(3)
@@ -194,6 +224,7 @@ def _fsdp2(rank, mesh):
 
 
 @TWO_GPUS
-@pytest.mark.parametrize("worker", [_dtensor_ops, _tensor_parallel, _fsdp2], ids=["dtensor-ops", "tensor-parallel", "fsdp2"])
+@pytest.mark.parametrize("worker", [_dtensor_ops, _tensor_parallel, _sequence_parallel, _fsdp2],
+                         ids=["dtensor-ops", "tensor-parallel", "sequence-parallel", "fsdp2"])
 def test_distributed_on_two_gpus(worker):
     _distributed(worker)
