@@ -180,7 +180,7 @@ def test_three_consumer_blockwise_promotion_reads_two_register_banks(name):
     (split-K's vector stores align them), so the blockwise FFMA (sum x scale + accumulator) read
     three registers of one bank on every other add. The three-consumer blockwise build keeps its
     accumulators crossed (slot(i) = i ^ 1): every add reads a sum and an accumulator of
-    different parity (1.6-2.3% faster on an H200; 128x128pb, both faster and slower crossed,
+    different parity (1.5-2.3% faster on an H200; 128x128pb, both faster and slower crossed,
     keeps element order: NOTES.md, "Register banks in the promotion, measured")."""
     cfg = FP8.config(name)
     cubin = cuda.compile_cubin(FP8.source, "sm_90a", FP8.defines(cfg, b_col=True))

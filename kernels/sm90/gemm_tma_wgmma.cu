@@ -257,7 +257,7 @@ constexpr int CONSUMER_REGS = CONSUMER_REGS_FREE < 256 ? CONSUMER_REGS_FREE : 25
 // A K-tile's sum of element i lies in wgmma's register base + i, and split-K's vector stores
 // keep the slots in aligned registers, so in element order a sum and its accumulator share a
 // register bank (parity) and the promotion's FFMA (sum x scale + accumulator) read three
-// registers of one bank on every other add. Crossed, 192x128pb ran 1.6-2.3% faster on every
+// registers of one bank on every other add. Crossed, 192x128pb ran 1.5-2.3% faster on every
 // shape it takes; 128x128pb ran 1% faster at 4096 rows and 1.5-2% slower on grids of one or two
 // waves, so it and the other builds keep element order (H200; NOTES.md, "Register banks in the
 // promotion, measured").
