@@ -160,7 +160,7 @@ def _dtensor_ops(rank, mesh):
 def _tensor_parallel(rank, mesh):
     from torch.distributed.tensor.parallel import ColwiseParallel, RowwiseParallel, parallelize_module
     ref, mine = _mlp(1), _mlp(1)
-    assert all(s.swapped for s in zoo.nn.convert(mine))
+    assert [s.swapped for s in zoo.nn.convert(mine)] == [True, True]
     for model in (ref, mine):
         parallelize_module(model, mesh, {"0": ColwiseParallel(), "2": RowwiseParallel()})
     torch.manual_seed(2)
@@ -188,7 +188,7 @@ def _sequence_parallel(rank, mesh):
         block = torch.nn.ModuleDict({"norm": torch.nn.LayerNorm(256), "up": torch.nn.Linear(256, 512),
                                      "down": torch.nn.Linear(512, 256)}).to("cuda", torch.bfloat16)
         if convert:
-            assert all(s.swapped for s in zoo.nn.convert(block))
+            assert [s.swapped for s in zoo.nn.convert(block)] == [True, True]
         models.append(parallelize_module(block, mesh, plan))
     torch.manual_seed(6)
     x = torch.randn(4, 64, 256, device="cuda", dtype=torch.bfloat16)
@@ -206,7 +206,7 @@ def _sequence_parallel(rank, mesh):
 def _fsdp2(rank, mesh):
     from torch.distributed.fsdp import fully_shard
     ref, mine = _mlp(3), _mlp(3)
-    assert all(s.swapped for s in zoo.nn.convert(mine))
+    assert [s.swapped for s in zoo.nn.convert(mine)] == [True, True]
     for model in (ref, mine):
         for layer in (model[0], model[2]):
             fully_shard(layer, mesh=mesh)

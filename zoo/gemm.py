@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import struct
@@ -244,14 +245,21 @@ def any_dtensor(*tensors) -> bool:
     return any(type(t).__name__ == "DTensor" for t in tensors)
 
 
-def check_dtensors(call: str, names: str, *tensors) -> None:
-    """A call with sharding rules (zoo.mm, zoo.bmm, zoo.nn.Linear) on DTensors takes DTensors
-    only: a plain tensor beside them (`names`: one word each) gets a ZooError here rather than
-    torch's error from deep in the dispatch."""
-    plain = [n for n, t in zip(names.split(), tensors) if t is not None and type(t).__name__ != "DTensor"]
-    if plain:
-        raise ZooError(f"{call} on DTensors takes DTensors only, got a plain tensor for {', '.join(plain)}: "
-                       "distribute it on the same mesh (torch.distributed.tensor.distribute_tensor)")
+@contextlib.contextmanager
+def dtensor_call(call: str, names: str, *tensors):
+    """Around a call with sharding rules (zoo.mm, zoo.bmm, zoo.nn.Linear) on DTensors. DTensor
+    refuses a tensor that is not one beside them, unless torch's implicit_replication() is on;
+    that refusal becomes a ZooError naming the argument (`names`: one word a tensor)."""
+    try:
+        yield
+    except RuntimeError as exc:
+        plain = [n for n, t in zip(names.split(), tensors) if t is not None and type(t).__name__ != "DTensor"]
+        if not plain or "mixed torch.Tensor and DTensor" not in str(exc):
+            raise
+        raise ZooError(f"{call} on DTensors takes DTensors only, got a tensor that is not one for "
+                       f"{', '.join(plain)}: distribute it on the same mesh (distribute_tensor, or "
+                       "parallelize_module for a layer's parameters), or call under torch's "
+                       "implicit_replication()") from exc
 
 
 def refuse_dtensors(call: str, *tensors) -> None:

@@ -26,15 +26,12 @@ class Linear(torch.nn.Linear):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         w, bias = self.weight, self.bias
-        compiling = torch.compiler.is_compiling()
-        if compiling or (gemm.subclassed(x, w, bias) and gemm.any_dtensor(x, w, bias)):
-            if not compiling:
-                gemm.check_dtensors("zoo.nn.Linear", "input weight bias", x, w, bias)
-                ops.ensure_sharding()
-            y = torch.ops.zoo.mm(x.reshape(-1, self.in_features), w.t())  # traced, or sharded by its rules
-            if bias is not None:
-                y = y + bias
-            return y.view(*x.shape[:-1], self.out_features)
+        if torch.compiler.is_compiling():
+            return self._through_op(x, w, bias)
+        if gemm.subclassed(x, w, bias) and gemm.any_dtensor(x, w, bias):
+            ops.ensure_sharding()
+            with gemm.dtensor_call("zoo.nn.Linear", "input weight bias", x, w, bias):
+                return self._through_op(x, w, bias)
         # The eager path, at torch's host cost where it can be: without autograd no view of x,
         # w or the output (linear.linear); with it no reshape for a matrix, and torch's C++
         # Function.apply (_apply_linear) where no functorch transform is active.
@@ -44,6 +41,13 @@ class Linear(torch.nn.Linear):
         x2 = x if x.dim() == 2 else x.reshape(-1, self.in_features)
         y = _apply_linear(x2, w, bias) if not _functorch_active() else LinearFunction.apply(x2, w, bias)
         return y if x.dim() == 2 else y.view(*x.shape[:-1], self.out_features)
+
+    def _through_op(self, x, w, bias):
+        """x W^T + b by the op zoo::mm: traced, or sharded by its rules."""
+        y = torch.ops.zoo.mm(x.reshape(-1, self.in_features), w.t())
+        if bias is not None:
+            y = y + bias
+        return y.view(*x.shape[:-1], self.out_features)
 
     @classmethod
     def from_torch(cls, linear: torch.nn.Linear) -> "Linear":

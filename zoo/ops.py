@@ -42,11 +42,11 @@ def mm(a: torch.Tensor, b: torch.Tensor, *, out_dtype: torch.dtype | None = None
        bias: torch.Tensor | None = None) -> torch.Tensor:
     if type(a) is not torch.Tensor or type(b) is not torch.Tensor or bias is not None:  # parameters, DTensors, ...
         if gemm.any_dtensor(a, b, bias):
-            gemm.check_dtensors("zoo.mm", "a b bias", a, b, bias)
             if out is not None:
                 raise ZooError("zoo.mm on DTensors takes no out= (the sharding rules make the result)")
             ensure_sharding()
-            return gemm._plus(torch.ops.zoo.mm(a, b, out_dtype, kernel, config, allow_tf32), bias)
+            with gemm.dtensor_call("zoo.mm", "a b bias", a, b, bias):
+                return gemm._plus(torch.ops.zoo.mm(a, b, out_dtype, kernel, config, allow_tf32), bias)
     if out is None and (_recorded(a, b) or (bias is not None and _recorded(bias, None))):
         return gemm._plus(MatMul.apply(a, b, out_dtype, kernel, config, allow_tf32), bias)
     return gemm.mm(a, b, out_dtype=out_dtype, kernel=kernel, config=config, out=out, allow_tf32=allow_tf32,
@@ -62,9 +62,9 @@ def bmm(a, b, *, mode: str | None = None, streams: int | None = None, graph: boo
     one_launch = isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and out is None and not graph \
         and streams is None and mode in (None, "batched")
     if one_launch and gemm.any_dtensor(a, b):
-        gemm.check_dtensors("zoo.bmm", "a b", a, b)
         ensure_sharding()
-        return torch.ops.zoo.bmm(a, b, out_dtype, kernel, config)
+        with gemm.dtensor_call("zoo.bmm", "a b", a, b):
+            return torch.ops.zoo.bmm(a, b, out_dtype, kernel, config)
     if one_launch and _recorded(a, b):
         return BatchMatMul.apply(a, b, out_dtype, kernel, config)
     if gemm.any_dtensor(*_flat(a), *_flat(b)):

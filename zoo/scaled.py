@@ -41,7 +41,8 @@ def scaled_mm(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: 
         raise ZooError("scale_result is not supported (it scales an FP8 output, which the zoo does not write)")
     if torch.compiler.is_compiling():
         return torch.ops.zoo.scaled_mm(a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum, kernel, config)
-    if type(a) is not torch.Tensor or type(b) is not torch.Tensor:  # DTensors, ...
+    if type(a) is not torch.Tensor or type(b) is not torch.Tensor or type(scale_a) is not torch.Tensor or \
+            type(scale_b) is not torch.Tensor or (bias is not None and type(bias) is not torch.Tensor):  # DTensors, ...
         gemm.refuse_dtensors("zoo.scaled_mm", a, b, scale_a, scale_b, bias)
     return plan(a, b, scale_a, scale_b, bias, out_dtype, use_fast_accum, kernel, config).run(a, b, scale_a, scale_b,
                                                                                             bias)
