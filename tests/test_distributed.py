@@ -1,8 +1,8 @@
 """The zoo's ops on DTensors without a GPU (issue 40 item 3): one process playing rank 0 of two
 under torch's fake process group, tensors on the meta device. The sharding rules, tensor and
 sequence parallel over zoo.nn.Linear forward and backward, and the ZooErrors for what the
-rules do not cover run here in CI; tests/test_gpu_multi.py runs the same on two GPUs with NCCL, values
-compared with torch's."""
+rules do not cover run here in CI. tests/test_gpu_multi.py has the same on two GPUs with NCCL,
+values compared with torch's layers (not yet run: no two-GPU machine has been lent)."""
 import pytest
 import torch
 
