@@ -227,6 +227,27 @@ def test_inductor_calls_the_launch_path_not_the_op(monkeypatch):
     torch._dynamo.reset()
 
 
+def test_zoo_linear_compiles_whole_through_the_op(monkeypatch):
+    """zoo.nn.Linear under torch.compile(fullgraph=True): one graph, its product by the zoo's
+    launch path (inductor's extern call; on the CPU a float64 product stands in), x W^T + b."""
+    calls = []
+
+    def launch(a, b, *, out, kernel=None, config=None, allow_tf32=None):
+        calls.append((tuple(a.shape), b.stride()))
+        return out.copy_(a.double() @ b.double())
+
+    monkeypatch.setattr(zoo.gemm, "mm", launch)
+    torch._dynamo.reset()
+    layer = zoo.nn.Linear(16, 12, dtype=torch.float32)
+    x = torch.randn(2, 8, 16)
+    with torch.no_grad():
+        got = torch.compile(layer, fullgraph=True)(x)
+    assert calls == [((16, 16), (1, 16))]  # the rows of x as one matrix, W^T read in place
+    want = x.double() @ layer.weight.double().t() + layer.bias.double()
+    assert got.shape == (2, 8, 12) and torch.allclose(got.double(), want, atol=1e-5)
+    torch._dynamo.reset()
+
+
 def test_inputs_that_require_grad_go_through_the_autograd_op():
     """No silently missing gradient: an input that requires grad takes the custom op, whose
     autograd formula records the call (on the CPU the op then refuses the device)."""
