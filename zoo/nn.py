@@ -81,6 +81,8 @@ class LinearFunction(torch.autograd.Function):
 # and costs about a third of the node's host time.
 _apply_linear = super(torch.autograd.Function, LinearFunction).apply
 _functorch_active = torch._C._are_functorch_transforms_active
+
+
 class Conv2d(torch.nn.Conv2d):
     """torch.nn.Conv2d on zoo.conv2d: zero padding given as numbers, groups=1, inference.
     keep_layout = True (on a layer, or on the class) keeps a weight the kernel reads as a copy
