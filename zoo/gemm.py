@@ -253,7 +253,7 @@ def dtensor_call(call: str, names: str, *tensors):
     try:
         yield
     except RuntimeError as exc:
-        plain = [n for n, t in zip(names.split(), tensors) if t is not None and type(t).__name__ != "DTensor"]
+        plain = [n for n, t in zip(names.split(), tensors) if t is not None and not any_dtensor(t)]
         if not plain or "mixed torch.Tensor and DTensor" not in str(exc):
             raise
         raise ZooError(f"{call} on DTensors takes DTensors only, got a tensor that is not one for "

@@ -260,7 +260,9 @@ constexpr int CONSUMER_REGS = CONSUMER_REGS_FREE < 256 ? CONSUMER_REGS_FREE : 25
 // registers of one bank on every other add. Crossed, 192x128pb ran 1.5-2.3% faster on every
 // shape it takes; 128x128pb ran 1% faster at 4096 rows and 1.5-2% slower on grids of one or two
 // waves, so it and the other builds keep element order (H200; NOTES.md, "Register banks in the
-// promotion, measured").
+// promotion, measured"). Read through slot() where that build reads its accumulators by
+// element: its promotion and its C stores (TMA and plain). Split-K's partials go out and back
+// in slot order alike; its scales are applied per K-tile, and it has no swap-AB layout.
 __device__ __forceinline__ constexpr int slot(int i) { return PROMOTED_THREE && BLOCK_SCALES ? i ^ 1 : i; }
 
 static_assert(BK == BOX_COLS, "a K-tile of A is one 128-byte swizzled row per M row");
@@ -834,7 +836,7 @@ __device__ __forceinline__ void store_tile_tma_transposed(const float (&acc)[ACC
           const int r = 8 * jj + 2 * t + e;  // C row within the chunk
           const unsigned addr = box + r * SWIZZLE_BYTES + (((nn / PER_CHUNK) ^ (r % 8)) << 4) +
                                 sizeof(OutT) * (nn % PER_CHUNK);
-          st_shared_one(addr, acc[slot(4 * ((C_BOX_ROWS / 8) * q + jj) + 2 * h + e)] + b, static_cast<OutT*>(nullptr));
+          st_shared_one(addr, acc[4 * ((C_BOX_ROWS / 8) * q + jj) + 2 * h + e] + b, static_cast<OutT*>(nullptr));
         }
       }
     }
@@ -956,8 +958,8 @@ __device__ __forceinline__ void scale_accumulators(float (&acc)[M_SUBS][ACC_REGS
     for (int s = 0; s < M_SUBS; ++s)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        acc[s][slot(4 * j + 2 * h)] *= sa[s][h] * sb[j].x;
-        acc[s][slot(4 * j + 2 * h + 1)] *= sa[s][h] * sb[j].y;
+        acc[s][4 * j + 2 * h] *= sa[s][h] * sb[j].x;
+        acc[s][4 * j + 2 * h + 1] *= sa[s][h] * sb[j].y;
       }
 }
 // Swap-AB tiles (TRANSPOSED, one row block): accumulator acc[0][4 j + 2 h + e] is C row row0 + 8 j
@@ -984,7 +986,7 @@ __device__ __forceinline__ void scale_transposed(float (&acc)[M_SUBS][ACC_REGS],
 #pragma unroll
     for (int h = 0; h < 2; ++h)
 #pragma unroll
-      for (int e = 0; e < 2; ++e) acc[0][slot(4 * j + 2 * h + e)] *= sa[j][e] * sb[h];
+      for (int e = 0; e < 2; ++e) acc[0][4 * j + 2 * h + e] *= sa[j][e] * sb[h];
 }
 // Per row or column: a tile's scales fetched into L1 as its unit starts, so that the epilogue's
 // loads hit there rather than wait for L2 (one 128-byte line a lane: the warp's rows, and the
@@ -1372,7 +1374,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
 #pragma unroll
           for (int e = 0; e < 2; ++e) {
             const int row = tile_m * BM + wg_m0 + 8 * j + 2 * (lane % 4) + e;
-            if (row < M) C[static_cast<long long>(row) * ldc + col] = to_out(acc[0][slot(4 * j + 2 * h + e)] + b, C);
+            if (row < M) C[static_cast<long long>(row) * ldc + col] = to_out(acc[0][4 * j + 2 * h + e] + b, C);
           }
       }
       continue;
