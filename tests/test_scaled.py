@@ -159,8 +159,8 @@ def test_fp8_sass_is_e4m3_wgmma_without_local_memory(name, mma):
 def promotion_adds(text: str) -> list[tuple[int, int]]:
     """(accumulator, sum) registers of the promotion's adds: in the instructions after each wait
     for all of a K-tile's wgmmas, the adds of a sum register (wgmma's, element i at base + i)
-    into a register outside the sums (at least half a K-tile's: 128x192pb multiplies the sums of
-    its split column block first, FMUL + FADD)."""
+    into a register outside the sums (at least half a K-tile's, or the search missed the
+    promotion)."""
     mma = re.search(r"QGMMA\.64x(\d+)x32\S* R(\d+),", text)
     base, count = int(mma.group(2)), int(mma.group(1)) // 2
     lines = text.splitlines()
