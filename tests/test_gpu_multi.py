@@ -111,19 +111,19 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _distributed(worker) -> None:
+def _distributed(worker, world: int) -> None:
     import torch.multiprocessing as mp
-    mp.spawn(_run_worker, args=(worker.__name__, _free_port()), nprocs=2, join=True)
+    mp.spawn(_run_worker, args=(worker.__name__, world, _free_port()), nprocs=world, join=True)
 
 
-def _run_worker(rank: int, name: str, port: int) -> None:
+def _run_worker(rank: int, name: str, world: int, port: int) -> None:
     import torch.distributed as dist
     from torch.distributed.device_mesh import init_device_mesh
     torch.cuda.set_device(rank)
-    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2,
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world,
                             device_id=torch.device(f"cuda:{rank}"))
     try:
-        globals()[name](rank, init_device_mesh("cuda", (2,)))
+        globals()[name](rank, init_device_mesh("cuda", (world,)))
     finally:
         dist.destroy_process_group()
 
@@ -155,6 +155,18 @@ def _dtensor_ops(rank, mesh):
     _close(c.full_tensor(), a.double() @ b.double(), 5e-3)
     with pytest.raises(ZooError, match="DTensors"):
         zoo.bmm([distribute_tensor(a[0], mesh, [Replicate()])], [distribute_tensor(b[0], mesh, [Replicate()])])
+    # What the rules do not cover, refused before any kernel reads a DTensor's (absent) data
+    # pointer: tests/test_distributed.py checks each on meta tensors.
+    with pytest.raises(ZooError, match="not one for b"):
+        zoo.mm(distribute_tensor(x, mesh, [Replicate()]), w)
+    image, filt = torch.randn(2, 16, 8, 8, device="cuda", dtype=H), torch.randn(32, 16, 3, 3, device="cuda", dtype=H)
+    with pytest.raises(ZooError, match="zoo.conv2d has no sharding rules"):
+        zoo.conv2d(distribute_tensor(image, mesh, [Shard(0)]), distribute_tensor(filt, mesh, [Replicate()]))
+    if torch.cuda.get_device_capability() >= (9, 0):
+        qa = torch.randn(64, 256, device="cuda").to(torch.float8_e4m3fn)
+        one = torch.ones((), device="cuda")
+        with pytest.raises(ZooError, match="zoo.scaled_mm has no sharding rules"):
+            zoo.scaled_mm(distribute_tensor(qa, mesh, [Shard(0)]), qa.t(), one, one)
 
 
 def _tensor_parallel(rank, mesh):
@@ -192,7 +204,7 @@ def _sequence_parallel(rank, mesh):
         models.append(parallelize_module(block, mesh, plan))
     torch.manual_seed(6)
     x = torch.randn(4, 64, 256, device="cuda", dtype=torch.bfloat16)
-    shard = DTensor.from_local(x.chunk(2, dim=1)[rank], mesh, [Shard(1)])  # this rank's 32 tokens
+    shard = DTensor.from_local(x.chunk(mesh.size(), dim=1)[rank], mesh, [Shard(1)])  # this rank's tokens
     outs = []
     for block in models:
         y = shard + block["down"](torch.nn.functional.gelu(block["up"](block["norm"](shard))))
@@ -223,8 +235,18 @@ def _fsdp2(rank, mesh):
         _close(q.full_tensor(), p.full_tensor())
 
 
+WORKERS = pytest.mark.parametrize("worker", [_dtensor_ops, _tensor_parallel, _sequence_parallel, _fsdp2],
+                                  ids=["dtensor-ops", "tensor-parallel", "sequence-parallel", "fsdp2"])
+
+
 @TWO_GPUS
-@pytest.mark.parametrize("worker", [_dtensor_ops, _tensor_parallel, _sequence_parallel, _fsdp2],
-                         ids=["dtensor-ops", "tensor-parallel", "sequence-parallel", "fsdp2"])
+@WORKERS
 def test_distributed_on_two_gpus(worker):
-    _distributed(worker)
+    _distributed(worker, 2)
+
+
+@WORKERS
+def test_distributed_on_one_gpu(worker):
+    """The same workers on a mesh of one rank: no communication, but the DTensor paths launch
+    the zoo's kernels on real data (the two-GPU test is where the sharding is exercised)."""
+    _distributed(worker, 1)
