@@ -89,11 +89,13 @@ def test_fp8_config_rules():
     # promoted_choice: the least wave cost over each tile's measured speed per unit of area.
     # 4096^3 is 5.3 waves of 128x192 or 192x128 tiles, 7.8 of 128x128; 16384 x 4096 is 20.9
     # waves of 192x128 against 21.3 of 128x192; over equal waves (8192^3) 192x128 is the
-    # blockwise recipe's best and per tensor 128x192's.
+    # blockwise recipe's best and per tensor 128x192's; either takes 4096 x 11008 (7% more area
+    # than 128x128), the blockwise one 2048 x 11008 too (9%).
     for m, n, k, per_tensor, block in ((4096, 4096, 4096, good, blockwise), (8192, 8192, 8192, wider, tall_block),
                                        (1024, 11008, 4096, wider, tall_block), (16384, 4096, 4096, tall, tall_block),
                                        (16384, 4096, 11008, tall, tall_block), (6144, 6144, 6144, wider, tall_block),
-                                       (4096, 11008, 4096, good, tall_block), (2048, 8192, 8192, good, blockwise),
+                                       (4096, 11008, 4096, wider, tall_block), (2048, 8192, 8192, good, blockwise),
+                                       (2048, 11008, 4096, good, tall_block),
                                        (1024, 4096, 4096, good, blockwise), (128, 11008, 4096, good, blockwise),
                                        (256, 11008, 4096, wider, wide_block)):
         assert registry.select(H100, fp8_problem(m, n, k), op="scaled")[1] == per_tensor, (m, n, k)

@@ -282,19 +282,22 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
 
 
 # FP8 promoted tiles: each tile's speed per unit of area against 128x128p (or 128x128pb), keyed
-# by (block_m, block_n, blockwise), measured on an H200 where both fill their waves alike.
-# - 128x192 (two consumers of 64x192): 8192^3 per tensor at 96.9% of torch._scaled_mm against
-#   89.9%, with 99.3% and 97% of their last waves filled (NOTES.md, "The FP8 consumers'
-#   critical path").
-# - 192x128 (three consumers of 64x128 in turns), blockwise: 4-6% faster again than 128x192pb
-#   over equal waves (8192^3: 94.3% against 88.8%); 1.08 picks the best tile of all 11 measured.
+# by (block_m, block_n, blockwise), measured on an H200.
+# - 128x192 (two consumers of 64x192) per tensor and per row: 1.09-1.11 (area over time) in
+#   forced runs of five shapes where it costs 7-13% more area than 128x128 (NOTES.md, "Promoted
+#   FP8 tiles' speeds refitted"); 1.08 gives it 4096 x 11008 x 4096 (96.4% of torch._scaled_mm
+#   per tensor against 95.0%, per row 96.8 against 94.9) and leaves 4096^3 (12.5% more area)
+#   to 128x128.
+# - 192x128 (three consumers of 64x128 in turns), blockwise: 1.09-1.13 in the same runs;
+#   1.10 gives it 2048 x 11008 x 4096 (91.5% against 89.9%) and leaves 4096^3 and 2048 x 8192 x
+#   8192 to 128x128pb (91.4% against 89.5%, 90.0 against 87.8).
 # - 192x128 per tensor and per row: no faster than 128x192p over equal waves (8192^3: 100.3%
-#   against 100.8%), so 1.04 lies under 128x192's 1.05; but above 1.05 x 21 / 22, so it takes
+#   against 100.8%), so 1.04 lies under 128x192's speed; but above 1.08 x 21 / 22, so it takes
 #   16384 x 4096 x 11008, 21 waves of it against 22 (100.1% against 95.4%).
 # (NOTES.md, "Three promoted consumers, measured".) The wider tiles quantize worse: 4096^3 is
 # 5.3 waves of either, 7.8 of 128x128.
-PROMOTED_AREA_SPEED = {(128, 192, False): 1.05, (128, 192, True): 1.05,
-                       (192, 128, False): 1.04, (192, 128, True): 1.08}
+PROMOTED_AREA_SPEED = {(128, 192, False): 1.08, (128, 192, True): 1.05,
+                       (192, 128, False): 1.04, (192, 128, True): 1.10}
 
 
 def promoted_choice(spec: KernelSpec, preferred: list[cfgs.TileConfig], limits: ArchLimits, problem: Problem,
