@@ -2,7 +2,7 @@
 under torch's fake process group, tensors on the meta device. The sharding rules, tensor and
 sequence parallel over zoo.nn.Linear forward and backward, and the ZooErrors for what the
 rules do not cover run here in CI. tests/test_gpu_multi.py has the same on two GPUs with NCCL,
-values compared with torch's layers (not yet run: no two-GPU machine has been lent)."""
+values compared with torch's layers, and on a mesh of one rank where one GPU is visible."""
 import pytest
 import torch
 
