@@ -123,10 +123,12 @@ def test_fp8_sass_is_e4m3_wgmma_without_local_memory(name, mma):
     cubin = cuda.compile_cubin(FP8.source, "sm_90a", FP8.defines(cfg, b_col=True))
     text = sass.function_sass(cubin.image, FP8.entry[("float8_e4m3fn", "bfloat16")])
     ops = sass.opcode_counts(text)
-    assert text.count(mma + " ") == 4, "four k32 wgmmas per 128-byte K-tile"
+    early = early_issue(cfg)  # a second issue site: the next unit's first K-tile
+    assert text.count(mma + " ") == 4 * (2 if early else 1), "four k32 wgmmas per 128-byte K-tile"
     # issued back to back: ptxas waits for each wgmma before the next where it cannot prove
-    # the registers safe (a WARPGROUP.DEPBAR per wgmma; NOTES.md, "FP8 on Hopper")
-    assert ops.get("WARPGROUP.DEPBAR.LE", 0) <= 2
+    # the registers safe (a WARPGROUP.DEPBAR per wgmma; NOTES.md, "FP8 on Hopper"); the early
+    # issue's waits close the epilogue's three ends and the grid's
+    assert ops.get("WARPGROUP.DEPBAR.LE", 0) <= (5 if early else 2)
     # the blockwise build stages its scales in shared memory by cp.async, counted on the
     # K-tile's full barrier (stage_block_scales), rather than each consumer loading them
     assert ("LDGSTS.E" in ops and "ARRIVES.LDGSTSBAR.64.ARVCNT" in ops) == bool(cfg.block_scales)
@@ -144,6 +146,8 @@ def test_fp8_sass_is_e4m3_wgmma_without_local_memory(name, mma):
     # product is taken after the add: taken at once, it waited there for the loads
     for wait in re.finditer(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x0", text):
         since_issue = text[max(text.rfind("QGMMA", 0, wait.start()), text.rfind("DEPBAR", 0, wait.start())):wait.start()]
+        if early and re.search(r"\b(STSM|STG|ATOMG)", since_issue):
+            continue  # a wait closing an epilogue, not a K-tile's
         assert not ("LDS" in since_issue and "FMUL" in since_issue)
     # bf16 C is staged by stmatrix, unless a swap-AB tile's transposed stores write it
     assert ("STSM.16.M88.4" in ops) == (not cfg.swap_ab)
@@ -156,6 +160,33 @@ def test_fp8_sass_is_e4m3_wgmma_without_local_memory(name, mma):
     # loads); the others read it in the epilogue
     ahead = re.findall(r"LDG\.E\.CONSTANT", text[:text.find("QGMMA")])
     assert len(ahead) == (2 if cfg.swap_ab else 0)
+
+
+def early_issue(cfg) -> bool:
+    """The kernel's EARLY_ISSUE: two promoted consumers of 64 x 128 slices, tiles not swapped."""
+    return bool(cfg.promote and cfg.warps == 2 and cfg.warp_n <= 128 and not cfg.swap_ab)
+
+
+@pytest.mark.parametrize("name", [c.name for c in FP8.configs if early_issue(c)])
+def test_two_consumer_promoted_tiles_store_under_their_next_mmas(name):
+    """The two-consumer 128x128 tiles issue their next unit's first K-tile before the epilogue
+    (EARLY_ISSUE): on the TMA-store path, the C stores lie between that issue and the wait for
+    it, and ptxas injects no wait of its own (which would put the stores back behind the MMAs)."""
+    cfg = FP8.config(name)
+    cubin = cuda.compile_cubin(FP8.source, "sm_90a", FP8.defines(cfg, b_col=True))
+    for out in ("bfloat16", "float16", "float32"):
+        text = sass.function_sass(cubin.image, FP8.entry[("float8_e4m3fn", out)])
+        issues = [m.start() for m in re.finditer(r"QGMMA\S* R\d+, gdesc\[UR\d+\], RZ, !UPT", text)]
+        assert len(issues) == 2, out  # the loop's and the early one
+        first = re.compile(r"\bSTS(?:M\.16\.M88\.4|\.64) \[R").search(text, issues[1])  # C staged for TMA
+        staged = first.start() if first else -1
+        store = text.find("UTMASTG", staged)
+        assert 0 < staged < store, out
+        # between the issue and the staging, a wait only where a path leaves (split-K's
+        # "another unit finishes it": the wait, then a branch to the loop's end)
+        for wait in re.finditer(r"WARPGROUP\.DEPBAR[^\n]*\n(?:[^\n]*\n)?\s*/\*\w+\*/\s*(\S+)", text[issues[1]:staged]):
+            assert wait.group(1) == "BRA", (out, wait.group(0))
+        assert "WARPGROUP.DEPBAR" not in text[staged:store] and "WARPGROUP.DEPBAR" in text[store:], out
 
 
 def promotion_adds(text: str) -> list[tuple[int, int]]:

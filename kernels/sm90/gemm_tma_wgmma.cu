@@ -264,6 +264,13 @@ constexpr int CONSUMER_REGS = CONSUMER_REGS_FREE < 256 ? CONSUMER_REGS_FREE : 25
 // element: its promotion and its C stores (TMA and plain). Split-K's partials go out and back
 // in slot order alike; its scales are applied per K-tile, and it has no swap-AB layout.
 __device__ __forceinline__ constexpr int slot(int i) { return PROMOTED_THREE && BLOCK_SCALES ? i ^ 1 : i; }
+// EARLY_ISSUE (two promoted consumers of 64-column slices, tiles not swapped): a consumer
+// issues its next unit's first K-tile before this unit's epilogue, so its own MMAs, and the
+// other consumer's after them, run under the epilogue: the promoted sums (acc) it stores are
+// not the registers those MMAs write (part). Without it a consumer's epilogue has only the
+// other's MMAs of one K-tile to hide under (NOTES.md, "The FP8 consumers' critical path",
+// Next). Slices of 192 columns would spill: their two sets take 192 of the 232 registers.
+constexpr bool EARLY_ISSUE = PROMOTE && CONSUMERS == 2 && !TRANSPOSED && M_SUBS * ACC_REGS <= 64;
 
 static_assert(BK == BOX_COLS, "a K-tile of A is one 128-byte swizzled row per M row");
 static_assert((TRANSPOSED ? WG_N : WG_M) == 64 || (!TRANSPOSED && WG_M == 128),
@@ -1125,6 +1132,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
   // This thread's first row and column of a tile's slice (the accumulator layout).
   const int thread_row = wg_m0 + warp * 16 + lane / 4, thread_col = wg_n0 + 2 * (lane % 4);
 
+  int early_stage = -1;  // EARLY_ISSUE: the stage of this unit's first K-tile, issued in the last unit
   int stage = 0;
   unsigned phase = 0;
   bool c_tma_used = false;
@@ -1217,11 +1225,14 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       // consumers' critical path").
       float f[SCALE_SETS][M_SUBS][2], sa[M_SUBS][2], sb[SCALE_SETS];
       if (w.kt_begin < w.kt_end) {
-        mbar_wait(full_bar + 8 * stage, phase);
-        load_scales(sa, sb, stage);
+        // (EARLY_ISSUE: the first K-tile's stage was waited for, and is held, by its early issue.)
+        if (!EARLY_ISSUE || early_stage < 0) mbar_wait(full_bar + 8 * stage, phase);
+        load_scales(sa, sb, !EARLY_ISSUE || early_stage < 0 ? stage : early_stage);
         block_scales(f, sa, sb);
       }
-      for (int kt = w.kt_begin; kt < w.kt_end; ++kt) {
+      // A K-tile's MMAs into part, in this consumer's turn; then the next consumer's turn,
+      // unless this was the last consumer's last issue of the grid (unit u's K-tile kt).
+      auto issue = [&](int u, int kt, int kt_end) {
         // (The turns' tests are spelt for two consumers as they were measured: the general
         // forms compile two consumers' builds differently.)
         if ((CONSUMERS == 2 ? consumer == 1 : consumer != 0) || !first_issue)
@@ -1230,13 +1241,17 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
         wgmma_fence();
         issue_promoted<BF16>(part, desc_a0 + ((stage * A_STAGE_BYTES) >> 4), desc_b0 + ((stage * B_STAGE_BYTES) >> 4));
         wgmma_commit();
-        // The next consumer's turn, unless this was the last consumer's last issue of the grid.
-        if ((CONSUMERS == 2 ? consumer == 0 : consumer != CONSUMERS - 1) || kt + 1 < w.kt_end ||
-            unit + sched.step < sched.units)
+        if ((CONSUMERS == 2 ? consumer == 0 : consumer != CONSUMERS - 1) || kt + 1 < kt_end ||
+            u + sched.step < sched.units)
           named_barrier_arrive(ORDER_BARRIER + (CONSUMERS == 2 ? 1 - consumer : (consumer + 1) % CONSUMERS),
                                2 * WG_THREADS);
         const int issued = stage;
         if (++stage == STAGES) stage = 0, phase ^= 1;
+        return issued;
+      };
+      // A K-tile once issued: the next one's stage waited for and its scales loaded, this one's
+      // MMAs waited for, its stage released and its sums added.
+      auto promote = [&](int issued, int kt) {
         if (kt + 1 < w.kt_end) {
           mbar_wait(full_bar + 8 * stage, phase);
           load_scales(sa, sb, stage);
@@ -1259,6 +1274,23 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
         // consumer until the loads landed (ncu, 128x128pb at 4096^3: 7% of the stall samples
         // on those FMULs).
         block_scales(f, sa, sb);
+      };
+      int kt = w.kt_begin;
+      if (EARLY_ISSUE && early_stage >= 0 && kt < w.kt_end) {  // issued before the last unit's epilogue
+        promote(early_stage, kt++);
+        early_stage = -1;
+      }
+      for (; kt < w.kt_end; ++kt) promote(issue(unit, kt, w.kt_end), kt);
+      if constexpr (EARLY_ISSUE) {  // the next unit's first K-tile, before this unit's epilogue
+        const int next = unit + sched.step;
+        if (next < sched.units) {
+          const Work<OutT> nw = sched.work(next);
+          const int kt_begin = __shfl_sync(0xffffffffu, nw.kt_begin, 0), kt_end = __shfl_sync(0xffffffffu, nw.kt_end, 0);
+          if (kt_begin < kt_end) {
+            mbar_wait(full_bar + 8 * stage, phase);
+            early_stage = issue(next, kt_begin, kt_end);
+          }
+        }
       }
     }
     for (int kt = w.kt_begin; kt < (PROMOTE ? w.kt_begin : w.kt_end); ++kt) {  // unpromoted builds' loop
@@ -1307,7 +1339,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
     }
     // The other ping-pong consumer's next unit may issue its MMAs now.
     if (PINGPONG && unit + sched.step < sched.units) named_barrier_arrive(ORDER_BARRIER + 1 - consumer, 2 * WG_THREADS);
-    wgmma_wait<0>();
+    if (!EARLY_ISSUE) wgmma_wait<0>();  // (EARLY_ISSUE: only the next unit's first MMAs may be in flight, into part)
     fence_accumulators(acc);
     if (prev_stage >= 0) release(empty_bar + 8 * prev_stage, lane);
     if constexpr (ROW_SUMS) {
@@ -1338,8 +1370,10 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       }
     }
     if ((sched.splits > 1 || (STREAM_K && w.parts > 1)) &&
-        !split_k_reduce(acc, w, sched, consumer, workspace, counters, split_flags))
+        !split_k_reduce(acc, w, sched, consumer, workspace, counters, split_flags)) {
+      if constexpr (EARLY_ISSUE) wgmma_wait<0>();  // (see the loop's end)
       continue;  // another unit of this tile finishes it
+    }
 
     if (w.g.c_tma) {
       if (sched.table != nullptr && w.g.c != c_fenced && threadIdx.x % WG_THREADS == 0) {
@@ -1357,6 +1391,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
           store_tile_tma<OutT>(acc[s], buf, w.g.c, tile_m * BM + wg_m0 + 64 * s, tile_n * BN + wg_n0,
                                w.matrix, consumer, warp, lane, epi_staged, sched.bias, w.g.N);
       }
+      if constexpr (EARLY_ISSUE) wgmma_wait<0>();  // (see the loop's end)
       continue;
     }
     const int M = w.g.M, N = w.g.N, ldc = w.g.ldc;
@@ -1402,6 +1437,10 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
                    c_pairs && col + 1 < N, col + 1 < N);
         }
       }
+    // EARLY_ISSUE: the next unit's first MMAs, issued before this epilogue, waited for at its
+    // every end: ptxas tracks a wgmma's registers from its issue to a wait it can see on every
+    // path, and otherwise waits at once (its C7517 info).
+    if constexpr (EARLY_ISSUE) wgmma_wait<0>();
   }
   // The last stores must have read their shared-memory boxes before the block exits (their
   // global writes complete with the kernel, as for any store).
