@@ -271,8 +271,9 @@ __device__ __forceinline__ constexpr int slot(int i) { return PROMOTED_THREE && 
 // other's MMAs of one K-tile to hide under (NOTES.md, "The FP8 consumers' critical path",
 // Next). Slices of 192 columns would spill: their two sets take 192 of the 232 registers.
 // Measured on an H200 against the same kernel without it (NOTES.md, "The epilogue under the
-// next MMAs: an early issue"): 128x128p ran 1-1.4 points of torch faster on every shape of
-// 1024+ rows; the blockwise 128x128pb ran 0.2-2.5 points slower, so its build leaves it out.
+// next MMAs: an early issue"; "The early issue, peeled"): 128x128p ran 0.5-1.4 points of
+// torch faster on every shape of 1024+ rows; the blockwise 128x128pb ran 0.2-2.5 points
+// slower, so its build leaves it out.
 constexpr bool EARLY_ISSUE = PROMOTE && CONSUMERS == 2 && !TRANSPOSED && !BLOCK_SCALES &&
                              M_SUBS * ACC_REGS <= 64;
 
