@@ -335,6 +335,24 @@ def test_block_scales_staged_per_k_tile_are_each_tiles_own(m, n, k, splits, conf
 @gpu
 @pytest.mark.parametrize("recipe", ["tensor", "row"])
 @pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("config", [c.name for c in FP8.configs if early_issue(c)])
+def test_tiles_issued_early_match_float64_as_closely_as_torch(recipe, out_dtype, config):
+    """The early issue (EARLY_ISSUE) runs where a CTA has a next unit: 256 to 288 tiles for 132
+    SMs, a K of one K-tile (the issued K-tile is the whole next unit), of one and a part, and
+    of four; K slices of one tile (split-K: the next unit is the tile's next slice). Within
+    torch's bound."""
+    for m, n, k in ((2048, 2048, 1024), (2048, 2048, 128), (2048, 2048, 144), (4096, 1152, 512),
+                    (1000, 2048, 1024), (128, 256, 16384)):
+        qa, qb, sa, sb = operands(m, n, k, recipe)
+        y = zoo.scaled_mm(qa, qb, sa, sb, out_dtype=out_dtype, config=config)
+        theirs = error(torch._scaled_mm(qa, qb, sa, sb, out_dtype=out_dtype), qa, qb, sa, sb, recipe)
+        assert error(y, qa, qb, sa, sb, recipe) <= bound(theirs, out_dtype), (m, n, k, theirs)
+
+
+@pytest.mark.gpu
+@gpu
+@pytest.mark.parametrize("recipe", ["tensor", "row"])
+@pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float32])
 @pytest.mark.parametrize("config", ["128x192p", "192x128p"])
 def test_the_larger_promoted_tiles_match_float64_as_closely_as_torch(recipe, out_dtype, config):
     """128x192p (2 consumers of 64 x 192) and 192x128p (3 of 64 x 128 in turns), promoted: per
