@@ -1230,9 +1230,10 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       // consumers' critical path").
       float f[SCALE_SETS][M_SUBS][2], sa[M_SUBS][2], sb[SCALE_SETS];
       if (w.kt_begin < w.kt_end) {
-        // (EARLY_ISSUE: the first K-tile's stage was waited for, and is held, by its early issue.)
+        // (EARLY_ISSUE: the first K-tile's stage was waited for, and is held, by its early issue;
+        // those builds read no block scales, so the stage load_scales is given does not matter.)
         if (!EARLY_ISSUE || early_stage < 0) mbar_wait(full_bar + 8 * stage, phase);
-        load_scales(sa, sb, !EARLY_ISSUE || early_stage < 0 ? stage : early_stage);
+        load_scales(sa, sb, stage);
         block_scales(f, sa, sb);
       }
       // A K-tile's MMAs into part, in this consumer's turn; then the next consumer's turn,
