@@ -156,10 +156,16 @@ def test_fp8_sass_is_e4m3_wgmma_without_local_memory(name, mma):
     # tiles' transposed stores, one commit a slice
     short = bool(cfg.block_scales and cfg.warps == 2 and cfg.warp_n == 128)
     assert (ops.get("UTMACMDFLUSH", 0) == 1) == (short or bool(cfg.swap_ab))
-    # the swap-AB builds load the per-tensor scale product ahead of their first MMAs (two
-    # loads); the others read it in the epilogue
-    ahead = re.findall(r"LDG\.E\.CONSTANT", text[:text.find("QGMMA")])
-    assert len(ahead) == (2 if cfg.swap_ab else 0)
+    # every build but the blockwise loads the per-tensor scale product ahead of its first MMAs;
+    # the two-consumer 64 x 128 slices, not swapped (HOLD_SCALES), their per-row scales too, and
+    # no scale after them; the others read per-row scales in the epilogue (NOTES.md, "Scales
+    # held through the K loop")
+    first = text.find("QGMMA")
+    ahead, after = (re.findall(r"LDG\.E(?:\.64)?\.CONSTANT", part) for part in (text[:first], text[first:]))
+    hold = not (cfg.block_scales or cfg.swap_ab) and cfg.warps == 2 and cfg.warp_n == 128
+    held = 2 + 16 + 32  # two rows, and a slice's 32 columns in pairs or one by one (strided)
+    assert len(ahead) == (0 if cfg.block_scales else 2 + held * hold)
+    assert (not after) == (hold or bool(cfg.block_scales))
 
 
 def early_issue(cfg) -> bool:

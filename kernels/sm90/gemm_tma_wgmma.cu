@@ -276,6 +276,12 @@ __device__ __forceinline__ constexpr int slot(int i) { return PROMOTED_THREE && 
 // slower, so its build leaves it out.
 constexpr bool EARLY_ISSUE = PROMOTE && CONSUMERS == 2 && !TRANSPOSED && !BLOCK_SCALES &&
                              M_SUBS * ACC_REGS <= 64;
+// HOLD_SCALES (the per-row and per-tensor recipes on 64 x 128 slices, tiles not swapped): a
+// unit's scales are loaded into registers as it starts and held through its K loop (34
+// registers a thread), not read after its last MMAs: the L1 prefetch did not keep those
+// loads off the epilogue (NOTES.md, "Scales held through the K loop"). 192-column slices
+// have no registers to spare (their two sets take 192 of 232).
+constexpr bool HOLD_SCALES = FP8 && !BLOCK_SCALES && !TRANSPOSED && CONSUMERS == 2 && M_SUBS * ACC_REGS <= 64;
 
 static_assert(BK == BOX_COLS, "a K-tile of A is one 128-byte swizzled row per M row");
 static_assert((TRANSPOSED ? WG_N : WG_M) == 64 || (!TRANSPOSED && WG_M == 128),
@@ -923,10 +929,11 @@ __device__ __forceinline__ void mma_tf32(float (&acc)[N], const unsigned (&frag)
 
 // ---- FP8 scales (Scales), applied after the main loop, between a tile's last MMAs and the next
 // tile's first: kept short (NOTES.md, "The FP8 epilogue's scales"). Per-tensor scales (strides
-// 0): every accumulator, in either layout, times one product. The swap-AB builds take the
-// product their consumer loaded at its start (tensor_scale), not read after a short tile's
-// last MMAs: 0-9% faster per tensor, most at short K (H200). The 128-row builds read it in
-// the epilogue; held through their long loops it bought nothing measurable.
+// 0): every accumulator, in either layout, times one product, which each consumer loads at
+// its start (tensor_scale), not after a tile's last MMAs: the swap-AB builds 0-9% faster per
+// tensor, most at short K; the 128-row builds, with the early issue, 0.5-1.8 points of torch
+// (H200; NOTES.md, "Scales held through the K loop"). Per row, HOLD_SCALES builds load a
+// unit's scales as it starts; the others after its last MMAs.
 __device__ __forceinline__ bool per_tensor(const Scales& sc) { return sc.a_row == 0 && sc.b_col == 0; }
 __device__ __forceinline__ void scale_all(float (&acc)[M_SUBS][ACC_REGS], float s) {
 #pragma unroll
@@ -938,40 +945,44 @@ __device__ __forceinline__ void scale_all(float (&acc)[M_SUBS][ACC_REGS], float 
 // column col0 + 8 j + e (row0, col0: its first; the wgmma m64 accumulator layout), times
 // sa(row) sb(col) (rows and columns past C's are not stored: scaled by 0). Contiguous column
 // scales are read in pairs (N is a multiple of 16, so a pair starting inside C ends inside it).
-__device__ __forceinline__ void scale_accumulators(float (&acc)[M_SUBS][ACC_REGS], const Scales& sc,
-                                                   int row0, int col0, int M, int N) {
-  if (per_tensor(sc)) return scale_all(acc, __ldg(sc.a) * __ldg(sc.b));
+struct RowColScales {
   float sa[M_SUBS][2];
+  float2 sb[ACC_REGS / 4];
+};
+// All loads first, then the products (apply_row_col_scales): a load used as it arrives would
+// wait out its latency before the next is issued.
+__device__ __forceinline__ RowColScales load_row_col_scales(const Scales& sc, int row0, int col0, int M, int N) {
+  RowColScales r;
 #pragma unroll
   for (int s = 0; s < M_SUBS; ++s)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = row0 + 64 * s + 8 * h;
-      sa[s][h] = row < M ? __ldg(sc.a + static_cast<long long>(row) * sc.a_row) : 0.f;
+      r.sa[s][h] = row < M ? __ldg(sc.a + static_cast<long long>(row) * sc.a_row) : 0.f;
     }
-  // All loads first, then the products: a load used as it arrives would wait out its latency
-  // before the next is issued.
-  float2 sb[ACC_REGS / 4];
   if (sc.b_col == 1 && (reinterpret_cast<uintptr_t>(sc.b) & 7) == 0) {
     const float2* const b = reinterpret_cast<const float2*>(sc.b + col0);
 #pragma unroll
-    for (int j = 0; j < ACC_REGS / 4; ++j) sb[j] = col0 + 8 * j < N ? __ldg(b + 4 * j) : make_float2(0.f, 0.f);
+    for (int j = 0; j < ACC_REGS / 4; ++j) r.sb[j] = col0 + 8 * j < N ? __ldg(b + 4 * j) : make_float2(0.f, 0.f);
   } else {
 #pragma unroll
     for (int j = 0; j < ACC_REGS / 4; ++j) {
       const int col = col0 + 8 * j;
-      sb[j].x = col < N ? __ldg(sc.b + static_cast<long long>(col) * sc.b_col) : 0.f;
-      sb[j].y = col + 1 < N ? __ldg(sc.b + static_cast<long long>(col + 1) * sc.b_col) : 0.f;
+      r.sb[j].x = col < N ? __ldg(sc.b + static_cast<long long>(col) * sc.b_col) : 0.f;
+      r.sb[j].y = col + 1 < N ? __ldg(sc.b + static_cast<long long>(col + 1) * sc.b_col) : 0.f;
     }
   }
+  return r;
+}
+__device__ __forceinline__ void apply_row_col_scales(float (&acc)[M_SUBS][ACC_REGS], const RowColScales& r) {
 #pragma unroll
   for (int j = 0; j < ACC_REGS / 4; ++j)
 #pragma unroll
     for (int s = 0; s < M_SUBS; ++s)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        acc[s][4 * j + 2 * h] *= sa[s][h] * sb[j].x;
-        acc[s][4 * j + 2 * h + 1] *= sa[s][h] * sb[j].y;
+        acc[s][4 * j + 2 * h] *= r.sa[s][h] * r.sb[j].x;
+        acc[s][4 * j + 2 * h + 1] *= r.sa[s][h] * r.sb[j].y;
       }
 }
 // Swap-AB tiles (TRANSPOSED, one row block): accumulator acc[0][4 j + 2 h + e] is C row row0 + 8 j
@@ -1133,9 +1144,10 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
   bool first_issue = true;  // PROMOTE: consumer 0's first MMAs of the grid wait for no turn
   // The swap-AB builds' per-tensor scale product, loaded once (scale_transposed); 1 otherwise.
   const Scales& sc = sched.scales;
-  const float tensor_scale = FP8 && TRANSPOSED && sc.a != nullptr && per_tensor(sc) ? __ldg(sc.a) * __ldg(sc.b) : 1.f;
+  const float tensor_scale = FP8 && !BLOCK_SCALES && sc.a != nullptr && per_tensor(sc) ? __ldg(sc.a) * __ldg(sc.b) : 1.f;
   // This thread's first row and column of a tile's slice (the accumulator layout).
   const int thread_row = wg_m0 + warp * 16 + lane / 4, thread_col = wg_n0 + 2 * (lane % 4);
+  RowColScales held;  // HOLD_SCALES: this unit's per-row and per-column scales
 
   int early_stage = -1;  // EARLY_ISSUE: the stage of this unit's first K-tile, issued in the last unit
   int stage = 0;
@@ -1164,7 +1176,10 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
     }
     if (PINGPONG && turn > 0) named_barrier(ORDER_BARRIER + consumer, 2 * WG_THREADS);
     const int tile_m = w.tile_m, tile_n = w.tile_n;
-    if constexpr (FP8 && !BLOCK_SCALES && !TRANSPOSED) {
+    if constexpr (HOLD_SCALES) {
+      if (sc.a != nullptr && !per_tensor(sc))
+        held = load_row_col_scales(sc, tile_m * BM + thread_row, tile_n * BN + thread_col, w.g.M, w.g.N);
+    } else if constexpr (FP8 && !BLOCK_SCALES && !TRANSPOSED) {
       if (sched.scales.a != nullptr)
         prefetch_scales(sched.scales, tile_m * BM + thread_row, tile_n * BN + wg_n0, w.g.M, w.g.N, lane);
     }
@@ -1371,8 +1386,13 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       if constexpr (TRANSPOSED) {
         if (sched.scales.a != nullptr)
           scale_transposed(acc, sched.scales, tensor_scale, tile_m * BM + wg_m0, tile_n * BN + wg_n0, w.g.M, w.g.N, warp, lane);
-      } else if (!BLOCK_SCALES && sched.scales.a != nullptr) {
-        scale_accumulators(acc, sched.scales, tile_m * BM + thread_row, tile_n * BN + thread_col, w.g.M, w.g.N);
+      } else if (!BLOCK_SCALES && sc.a != nullptr) {
+        if (per_tensor(sc))
+          scale_all(acc, tensor_scale);
+        else if constexpr (HOLD_SCALES)
+          apply_row_col_scales(acc, held);
+        else
+          apply_row_col_scales(acc, load_row_col_scales(sc, tile_m * BM + thread_row, tile_n * BN + thread_col, w.g.M, w.g.N));
       }
     }
     if ((sched.splits > 1 || (STREAM_K && w.parts > 1)) &&
