@@ -276,10 +276,6 @@ __device__ __forceinline__ constexpr int slot(int i) { return PROMOTED_THREE && 
 // slower, so its build leaves it out.
 constexpr bool EARLY_ISSUE = PROMOTE && CONSUMERS == 2 && !TRANSPOSED && !BLOCK_SCALES &&
                              M_SUBS * ACC_REGS <= 64;
-#ifndef ZOO_EARLY_TILES
-#define ZOO_EARLY_TILES 2
-#endif
-constexpr int EARLY_TILES = ZOO_EARLY_TILES;  // STAGED: K-tiles issued early
 // HOLD_SCALES (the per-row and per-tensor recipes on 64 x 128 slices, tiles not swapped): a
 // unit's scales are loaded into registers as it starts and held through its K loop (34
 // registers a thread), not read after its last MMAs: the L1 prefetch did not keep those
@@ -1072,17 +1068,12 @@ __device__ __forceinline__ void stage_block_scales(const Scheduler<OutT>& sched,
 // Promotion (PROMOTE): a K-tile's MMAs from stage descriptors a, b into `part` (overwritten),
 // and its sums times the K-tile's block scales f (1 but for the blockwise recipe) added into
 // acc in fp32 once they are done.
-// ONTO: added onto part's sums rather than overwriting them (the second K-tile of an early issue).
-template <bool BF16, bool ONTO, int R, int N>
+template <bool BF16, int R, int N>
 __device__ __forceinline__ void issue_promoted(float (&part)[R][N], unsigned long long a, unsigned long long b) {
 #pragma unroll
   for (int ks = 0; ks < K_STEPS; ++ks)
-    mma_step<BF16>(part, a + ((ks * A_K_STEP_BYTES) >> 4), b + ((ks * 32) >> 4), ONTO || ks > 0 ? 1 : 0);
+    mma_step<BF16>(part, a + ((ks * A_K_STEP_BYTES) >> 4), b + ((ks * 32) >> 4), ks > 0 ? 1 : 0);
 }
-template <bool B>
-struct Flag {
-  static constexpr bool value = B;
-};
 // SPLIT: the 8-column groups (4 accumulators each) that take the first block's scales f[0].
 template <int SPLIT, int R, int N>
 __device__ __forceinline__ void add_promoted(float (&acc)[M_SUBS][ACC_REGS], float (&part)[R][N],
@@ -1158,8 +1149,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
   const int thread_row = wg_m0 + warp * 16 + lane / 4, thread_col = wg_n0 + 2 * (lane % 4);
   RowColScales held;  // HOLD_SCALES: this unit's per-row and per-column scales
 
-  int early_stage = 0;  // EARLY_ISSUE: the stage of this unit's first K-tile, issued in the last unit,
-  int early_tiles = 0;  // and how many of its K-tiles were (their sums are in part)
+  int early_stage = -1;  // EARLY_ISSUE: the stage of this unit's first K-tile, issued in the last unit
   int stage = 0;
   unsigned phase = 0;
   bool c_tma_used = false;
@@ -1257,21 +1247,20 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       if (w.kt_begin < w.kt_end) {
         // (EARLY_ISSUE: the first K-tile's stage was waited for, and is held, by its early issue;
         // those builds read no block scales, so the stage load_scales is given does not matter.)
-        if (!EARLY_ISSUE || early_tiles == 0) mbar_wait(full_bar + 8 * stage, phase);
+        if (!EARLY_ISSUE || early_stage < 0) mbar_wait(full_bar + 8 * stage, phase);
         load_scales(sa, sb, stage);
         block_scales(f, sa, sb);
       }
       // A K-tile's MMAs into part, in this consumer's turn; then the next consumer's turn,
       // unless this was the last consumer's last issue of the grid (unit u's K-tile kt).
-      auto issue = [&](int u, int kt, int kt_end, auto onto) {
+      auto issue = [&](int u, int kt, int kt_end) {
         // (The turns' tests are spelt for two consumers as they were measured: the general
         // forms compile two consumers' builds differently.)
         if ((CONSUMERS == 2 ? consumer == 1 : consumer != 0) || !first_issue)
           named_barrier(ORDER_BARRIER + consumer, 2 * WG_THREADS);
         first_issue = false;
         wgmma_fence();
-        issue_promoted<BF16, decltype(onto)::value>(part, desc_a0 + ((stage * A_STAGE_BYTES) >> 4),
-                                                     desc_b0 + ((stage * B_STAGE_BYTES) >> 4));
+        issue_promoted<BF16>(part, desc_a0 + ((stage * A_STAGE_BYTES) >> 4), desc_b0 + ((stage * B_STAGE_BYTES) >> 4));
         wgmma_commit();
         if ((CONSUMERS == 2 ? consumer == 0 : consumer != CONSUMERS - 1) || kt + 1 < kt_end ||
             u + sched.step < sched.units)
@@ -1308,17 +1297,11 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
         block_scales(f, sa, sb);
       };
       int kt = w.kt_begin;
-      if (EARLY_ISSUE && early_tiles > 0) {  // issued before the last unit's epilogue
-        if (early_tiles == 2) {  // both K-tiles' sums in part, their MMAs done (the epilogue's end waited)
-          wgmma_wait<0>();
-          release(empty_bar + 8 * early_stage, lane);
-          early_stage = early_stage + 1 == STAGES ? 0 : early_stage + 1;
-          ++kt;
-        }
+      if (EARLY_ISSUE && early_stage >= 0 && kt < w.kt_end) {  // issued before the last unit's epilogue
         promote(early_stage, kt++);
-        early_tiles = 0;
+        early_stage = -1;
       }
-      for (; kt < w.kt_end; ++kt) promote(issue(unit, kt, w.kt_end, Flag<false>{}), kt);
+      for (; kt < w.kt_end; ++kt) promote(issue(unit, kt, w.kt_end), kt);
       if constexpr (EARLY_ISSUE) {  // the next unit's first K-tile, before this unit's epilogue
         const int next = unit + sched.step;
         if (next < sched.units) {
@@ -1326,13 +1309,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
           const int kt_begin = __shfl_sync(0xffffffffu, nw.kt_begin, 0), kt_end = __shfl_sync(0xffffffffu, nw.kt_end, 0);
           if (kt_begin < kt_end) {
             mbar_wait(full_bar + 8 * stage, phase);
-            early_stage = issue(next, kt_begin, kt_end, Flag<false>{});
-            early_tiles = 1;
-            if (EARLY_TILES > 1 && kt_begin + 1 < kt_end) {  // its second, onto the first's sums
-              mbar_wait(full_bar + 8 * stage, phase);
-              issue(next, kt_begin + 1, kt_end, Flag<true>{});
-              early_tiles = 2;
-            }
+            early_stage = issue(next, kt_begin, kt_end);
           }
         }
       }
