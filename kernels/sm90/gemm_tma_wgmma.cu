@@ -276,8 +276,8 @@ __device__ __forceinline__ constexpr int slot(int i) { return PROMOTED_THREE && 
 // slower, so its build leaves it out.
 constexpr bool EARLY_ISSUE = PROMOTE && CONSUMERS == 2 && !TRANSPOSED && !BLOCK_SCALES &&
                              M_SUBS * ACC_REGS <= 64;
-// HOLD_SCALES (the per-row and per-tensor recipes on 64 x 128 slices, tiles not swapped): a
-// unit's scales are loaded into registers as it starts and held through its K loop (34
+// HOLD_SCALES (two consumers of 64 x 128 slices, tiles not swapped): a unit's per-row and
+// per-column scales are loaded into registers as it starts and held through its K loop (34
 // registers a thread), not read after its last MMAs: the L1 prefetch did not keep those
 // loads off the epilogue (NOTES.md, "Scales held through the K loop"). 192-column slices
 // have no registers to spare (their two sets take 192 of 232).
@@ -1142,7 +1142,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
   // PROMOTE: one K-tile's sums, added into acc once its MMAs are done (see the main loop).
   float part[PROMOTE ? M_SUBS : 1][PROMOTE ? ACC_REGS : 1];
   bool first_issue = true;  // PROMOTE: consumer 0's first MMAs of the grid wait for no turn
-  // The swap-AB builds' per-tensor scale product, loaded once (scale_transposed); 1 otherwise.
+  // The per-tensor scale product, loaded once (scale_all, scale_transposed); 1 otherwise.
   const Scales& sc = sched.scales;
   const float tensor_scale = FP8 && !BLOCK_SCALES && sc.a != nullptr && per_tensor(sc) ? __ldg(sc.a) * __ldg(sc.b) : 1.f;
   // This thread's first row and column of a tile's slice (the accumulator layout).
