@@ -181,8 +181,6 @@ constexpr int ACC_REGS = MMA_N / 2;                 // fp32 accumulators of one 
 constexpr int CLUSTER_M = ZOO_CLUSTER_M;  // CTAs of a cluster along M (a column of tiles, sharing B)
 constexpr int CLUSTER_N = ZOO_CLUSTER_N;  // and along N (a row of tiles, sharing A)
 constexpr int CLUSTER = CLUSTER_M * CLUSTER_N;
-// EXPERIMENT: clusters without multicast (each CTA loads its whole B tile; its ring is its own).
-constexpr bool NO_MULTICAST = CLUSTER_M > 1 && CLUSTER_N == 1;
 // Ping-pong (ZOO_PINGPONG): two consumer warpgroups each own whole tiles and take the CTA's
 // tiles in turn, so one's epilogue and the start of its next tile run under the other's
 // MMAs. Else the consumers split every tile between them (cooperative).
@@ -788,7 +786,7 @@ __device__ __forceinline__ bool split_k_reduce(float (&acc)[M_SUBS][ACC_REGS], c
 // Each consumer warp tells every CTA of the cluster that it is done reading a stage: lane r
 // arrives on CTA r's barrier (all at once, rather than one lane in turn).
 __device__ __forceinline__ void release(unsigned empty_bar, int lane) {
-  if constexpr (CLUSTER > 1 && !NO_MULTICAST) {
+  if constexpr (CLUSTER > 1) {
     if (lane < CLUSTER) mbar_arrive_cluster(empty_bar, lane);
   } else {
     if (lane == 0) mbar_arrive(empty_bar);
@@ -1515,7 +1513,7 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
     }
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(full_bar + 8 * s, BLOCK_SCALES ? 1 + 32 : 1);  // the producer's expect_tx (+ the 32 lanes staging scales)
-      mbar_init(empty_bar + 8 * s, (NO_MULTICAST ? 1 : CLUSTER) * SLICES * 4);  // the warps reading it, cluster-wide
+      mbar_init(empty_bar + 8 * s, CLUSTER * SLICES * 4);  // the warps reading it, cluster-wide
     }
     mbar_init_fence();
   }
@@ -1593,12 +1591,7 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
           // column loads 1/CLUSTER_M of them and multicasts its share.
           const int b_row = rank_m * (BN / CLUSTER_M);
           const unsigned b_dst = b_smem + stage * B_STAGE_BYTES + b_row * SWIZZLE_BYTES;
-          if constexpr (NO_MULTICAST) {
-            (void)b_dst;
-            for (int r = 0; r < CLUSTER_M; ++r)
-              tma_load_3d(b_smem + stage * B_STAGE_BYTES + r * (BN / CLUSTER_M) * SWIZZLE_BYTES, tmap_b, bar, kt * BK,
-                          tile_n * BN + r * (BN / CLUSTER_M), w.matrix);
-          } else if constexpr (CLUSTER_M > 1)
+          if constexpr (CLUSTER_M > 1)
             tma_load_3d_multicast(b_dst, tmap_b, bar, kt * BK, tile_n * BN + b_row, w.matrix, column_mask);
           else
             tma_load_3d(b_dst, tmap_b, bar, kt * BK, tile_n * BN, w.matrix);
