@@ -181,8 +181,6 @@ constexpr int ACC_REGS = MMA_N / 2;                 // fp32 accumulators of one 
 constexpr int CLUSTER_M = ZOO_CLUSTER_M;  // CTAs of a cluster along M (a column of tiles, sharing B)
 constexpr int CLUSTER_N = ZOO_CLUSTER_N;  // and along N (a row of tiles, sharing A)
 constexpr int CLUSTER = CLUSTER_M * CLUSTER_N;
-// EXPERIMENT: clusters without multicast (each CTA loads its whole B tile; its ring is its own).
-constexpr bool NO_MULTICAST = CLUSTER_M > 1 && CLUSTER_N == 1;
 // Ping-pong (ZOO_PINGPONG): two consumer warpgroups each own whole tiles and take the CTA's
 // tiles in turn, so one's epilogue and the start of its next tile run under the other's
 // MMAs. Else the consumers split every tile between them (cooperative).
@@ -627,7 +625,7 @@ struct Scheduler {
                        const Scales& scales_ = {}, OutT* row_sums_ = nullptr)
       : single(g), layout(layout_), table(table_), count(count_), units(units_), splits(splits_), bias(bias_),
         scales(scales_), row_sums(row_sums_) {
-    step = CLUSTER > 1 ? static_cast<int>(gridDim.x) / CLUSTER : static_cast<int>(gridDim.x);  // EXPERIMENT: pairs of blocks
+    step = CLUSTER > 1 ? static_cast<int>(cluster_count()) : static_cast<int>(gridDim.x);
     if constexpr (STREAM_K) {
       if (tail_tiles > 0) {  // the host checks that runs are several K-tiles and tail_work x step fits int32
         tail = tail_tiles;
@@ -641,8 +639,8 @@ struct Scheduler {
   // This CTA's first unit and its place in its cluster's stack of tiles, read from the special
   // registers where used rather than kept: held across the kernel they took two of the vector
   // registers that 128x192ppc2's consumers (192 accumulators) need, and ptxas spilled them.
-  __device__ int first() const { return CLUSTER > 1 ? static_cast<int>(blockIdx.x) / CLUSTER : static_cast<int>(blockIdx.x); }
-  __device__ int rank_m() const { return CLUSTER > 1 ? static_cast<int>(blockIdx.x) % CLUSTER_M : 0; }
+  __device__ int first() const { return CLUSTER > 1 ? static_cast<int>(cluster_id()) : static_cast<int>(blockIdx.x); }
+  __device__ int rank_m() const { return CLUSTER > 1 ? static_cast<int>(cluster_rank()) % CLUSTER_M : 0; }
   __device__ int rank_n() const { return CLUSTER > 1 ? static_cast<int>(cluster_rank()) / CLUSTER_M : 0; }
   // Stream-K: the first K-tile of CTA b's run, and the CTA whose run holds K-tile x of the
   // tail (the last b with run_start(b) <= x).
@@ -788,7 +786,7 @@ __device__ __forceinline__ bool split_k_reduce(float (&acc)[M_SUBS][ACC_REGS], c
 // Each consumer warp tells every CTA of the cluster that it is done reading a stage: lane r
 // arrives on CTA r's barrier (all at once, rather than one lane in turn).
 __device__ __forceinline__ void release(unsigned empty_bar, int lane) {
-  if constexpr (CLUSTER > 1 && !NO_MULTICAST) {
+  if constexpr (CLUSTER > 1) {
     if (lane < CLUSTER) mbar_arrive_cluster(empty_bar, lane);
   } else {
     if (lane == 0) mbar_arrive(empty_bar);
@@ -933,7 +931,7 @@ __device__ __forceinline__ void mma_tf32(float (&acc)[N], const unsigned (&frag)
 // tile's first: kept short (NOTES.md, "The FP8 epilogue's scales"). Per-tensor scales (strides
 // 0): every accumulator, in either layout, times one product, which each consumer loads at
 // its start (tensor_scale), not after a tile's last MMAs: the swap-AB builds 0-9% faster per
-// tensor, most at short K; the 128-row builds, with the early issue, 0.5-1.8 points of torch
+// tensor, most at short K; the 128-row builds, with the early issue, up to 1.7 points of torch
 // (H200; NOTES.md, "Scales held through the K loop"). Per row, HOLD_SCALES builds load a
 // unit's scales as it starts; the others after its last MMAs.
 __device__ __forceinline__ bool per_tensor(const Scales& sc) { return sc.a_row == 0 && sc.b_col == 0; }
@@ -1515,7 +1513,7 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
     }
     for (int s = 0; s < STAGES; ++s) {
       mbar_init(full_bar + 8 * s, BLOCK_SCALES ? 1 + 32 : 1);  // the producer's expect_tx (+ the 32 lanes staging scales)
-      mbar_init(empty_bar + 8 * s, (NO_MULTICAST ? 1 : CLUSTER) * SLICES * 4);  // the warps reading it, cluster-wide
+      mbar_init(empty_bar + 8 * s, CLUSTER * SLICES * 4);  // the warps reading it, cluster-wide
     }
     mbar_init_fence();
   }
@@ -1526,7 +1524,7 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
     }
   }
   // Peers arrive on these barriers and multicast into this CTA: all must be initialised first.
-  if constexpr (CLUSTER > 1 && !NO_MULTICAST) cluster_sync(); else __syncthreads();
+  if constexpr (CLUSTER > 1) cluster_sync(); else __syncthreads();
   // Launched as a programmatic dependent (registry.dependent_launch: problems that fit in L2;
   // NOTES.md, "Programmatic dependent launch"), the grid gets here while the grid before it
   // in the stream may still run: every thread waits for it before its first global read or write
@@ -1593,12 +1591,7 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
           // column loads 1/CLUSTER_M of them and multicasts its share.
           const int b_row = rank_m * (BN / CLUSTER_M);
           const unsigned b_dst = b_smem + stage * B_STAGE_BYTES + b_row * SWIZZLE_BYTES;
-          if constexpr (NO_MULTICAST) {
-            (void)b_dst;
-            for (int r = 0; r < CLUSTER_M; ++r)
-              tma_load_3d(b_smem + stage * B_STAGE_BYTES + r * (BN / CLUSTER_M) * SWIZZLE_BYTES, tmap_b, bar, kt * BK,
-                          tile_n * BN + r * (BN / CLUSTER_M), w.matrix);
-          } else if constexpr (CLUSTER_M > 1)
+          if constexpr (CLUSTER_M > 1)
             tma_load_3d_multicast(b_dst, tmap_b, bar, kt * BK, tile_n * BN + b_row, w.matrix, column_mask);
           else
             tma_load_3d(b_dst, tmap_b, bar, kt * BK, tile_n * BN, w.matrix);
@@ -1623,7 +1616,7 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
     if (independent) grid_dependency_wait();
   }
   // No CTA may leave while a peer can still arrive on its barriers or multicast into it.
-  if constexpr (CLUSTER > 1 && !NO_MULTICAST) {
+  if constexpr (CLUSTER > 1) {
     __syncwarp();  // the producer warp's lanes meet again before the aligned cluster barrier
     cluster_sync();
   }
