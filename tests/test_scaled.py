@@ -162,17 +162,22 @@ def test_fp8_sass_is_e4m3_wgmma_without_local_memory(name, mma):
     # held through the K loop")
     first = text.find("QGMMA")
     ahead, after = (re.findall(r"LDG\.E(?:\.64)?\.CONSTANT", part) for part in (text[:first], text[first:]))
-    hold = not (cfg.block_scales or cfg.swap_ab) and cfg.warps == 2 and cfg.warp_n == 128
+    hold = hold_scales(cfg)
     held = 2 + 16 + 32  # two rows, and a slice's 32 columns in pairs or one by one (strided)
     assert len(ahead) == (0 if cfg.block_scales else 2 + held * hold)
     assert (not after) == (hold or bool(cfg.block_scales))
 
 
+def hold_scales(cfg) -> bool:
+    """The kernel's HOLD_SCALES: two consumers of 64 x 128 slices, tiles not swapped, not the
+    blockwise build (its scales are staged per K-tile)."""
+    return cfg.warps == 2 and cfg.warp_n <= 128 and not cfg.swap_ab and not cfg.block_scales
+
+
 def early_issue(cfg) -> bool:
     """The kernel's EARLY_ISSUE: two promoted consumers of 64 x 128 slices, tiles not swapped,
     not the blockwise build (slower with it)."""
-    return bool(cfg.promote and cfg.warps == 2 and cfg.warp_n <= 128 and not cfg.swap_ab
-                and not cfg.block_scales)
+    return bool(cfg.promote) and hold_scales(cfg)
 
 
 @pytest.mark.parametrize("name", [c.name for c in FP8.configs if early_issue(c)])

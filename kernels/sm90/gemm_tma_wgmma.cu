@@ -274,14 +274,14 @@ __device__ __forceinline__ constexpr int slot(int i) { return PROMOTED_THREE && 
 // next MMAs: an early issue"; "The early issue, peeled"): 128x128p ran 0.5-1.4 points of
 // torch faster on every shape of 1024+ rows; the blockwise 128x128pb ran 0.2-2.5 points
 // slower, so its build leaves it out.
-constexpr bool EARLY_ISSUE = PROMOTE && CONSUMERS == 2 && !TRANSPOSED && !BLOCK_SCALES &&
-                             M_SUBS * ACC_REGS <= 64;
+constexpr bool TWO_64x128_SLICES = CONSUMERS == 2 && !TRANSPOSED && M_SUBS * ACC_REGS <= 64;
+constexpr bool EARLY_ISSUE = PROMOTE && !BLOCK_SCALES && TWO_64x128_SLICES;
 // HOLD_SCALES (two consumers of 64 x 128 slices, tiles not swapped): a unit's per-row and
 // per-column scales are loaded into registers as it starts and held through its K loop (34
 // registers a thread), not read after its last MMAs: the L1 prefetch did not keep those
 // loads off the epilogue (NOTES.md, "Scales held through the K loop"). 192-column slices
 // have no registers to spare (their two sets take 192 of 232).
-constexpr bool HOLD_SCALES = FP8 && !BLOCK_SCALES && !TRANSPOSED && CONSUMERS == 2 && M_SUBS * ACC_REGS <= 64;
+constexpr bool HOLD_SCALES = FP8 && !BLOCK_SCALES && TWO_64x128_SLICES;
 
 static_assert(BK == BOX_COLS, "a K-tile of A is one 128-byte swizzled row per M row");
 static_assert((TRANSPOSED ? WG_N : WG_M) == 64 || (!TRANSPOSED && WG_M == 128),
