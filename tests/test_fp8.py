@@ -109,3 +109,91 @@ def test_check_scaled_names_what_is_wrong():
     with pytest.raises(ZooError, match="outer-dim-major"):
         fp8.check_scaled(qa, qb, sa.contiguous(), sb, torch.bfloat16)
     assert fp8.check_scaled(qa, qb, sa, sb, torch.bfloat16, bias=torch.zeros(128, dtype=torch.bfloat16)) == "block"
+
+
+# ----------------------------------------------------------------------------- zoo.nn.Float8Linear
+
+def linear_layer(k=256, n=128, dtype=torch.bfloat16, seed=2):
+    torch.manual_seed(seed)
+    return torch.nn.Linear(k, n).to(dtype)
+
+
+@pytest.mark.parametrize("recipe", fp8.RECIPES)
+def test_float8_linear_holds_the_weight_as_scaled_mm_takes_it(recipe):
+    """from_linear quantizes W once: an e4m3 (out, in) parameter whose .t() is b, scales in W's
+    orientation whose .t() is torch's scale_b (check_scaled takes them with any input's), the
+    dequantized weight within FP8's precision of W, the bias the layer's own storage."""
+    from zoo.nn import Float8Linear
+    layer = linear_layer()
+    f = Float8Linear.from_linear(layer, recipe)
+    assert f.weight.dtype == torch.float8_e4m3fn and f.weight.shape == (128, 256) and not f.weight.requires_grad
+    assert f.weight.is_contiguous() and f.weight_scale.dtype == torch.float32
+    back = fp8.dequantize(f.weight.t(), f.weight_scale.t(), recipe, "b").t()
+    assert (back - layer.weight.float()).norm() / layer.weight.float().norm() < 0.04
+    assert f.bias.data_ptr() == layer.bias.data_ptr()
+    qx, sx = fp8.quantize(torch.randn(8, 256), recipe)
+    assert fp8.check_scaled(qx, f.weight.t(), sx, f.weight_scale.t(), torch.bfloat16) == recipe
+
+
+def test_float8_linear_on_torchs_backend_computes_the_dequantized_product():
+    """The layer's forward (per tensor: torch's CPU _scaled_mm runs it) is its quantized input
+    times its quantized weight, plus the bias, in the input's dtype and leading shape."""
+    from zoo.nn import Float8Linear
+    layer = linear_layer()
+    f = Float8Linear.from_linear(layer, "tensor", backend="torch")
+    x = torch.randn(2, 3, 256, dtype=torch.bfloat16)
+    try:
+        with torch.no_grad():
+            y = f(x)
+    except RuntimeError as exc:
+        pytest.skip(f"torch {torch.__version__}'s CPU _scaled_mm: {exc}")
+    qx, sx = fp8.quantize(x.reshape(6, 256), "tensor")
+    ref = fp8.dequantize(qx, sx, "tensor") @ fp8.dequantize(f.weight.t(), f.weight_scale, "tensor", "b") \
+        + layer.bias.float()
+    assert y.shape == (2, 3, 128) and y.dtype == torch.bfloat16
+    assert (y.reshape(6, 128).float() - ref).norm() / ref.norm() < 4e-3
+
+
+@pytest.mark.parametrize("recipe", fp8.RECIPES)
+def test_a_torch_state_dict_loads_into_a_float8_linear_quantized(recipe):
+    """A bf16 Linear's state dict loaded into a Float8Linear gives from_linear's weight and
+    scales (not the bf16 values copied into FP8 unscaled); its own state dict round-trips."""
+    from zoo.nn import Float8Linear
+    layer, other = linear_layer(seed=3), linear_layer(seed=4)
+    f = Float8Linear.from_linear(other, recipe)
+    f.load_state_dict(layer.state_dict())
+    want = Float8Linear.from_linear(layer, recipe)
+    assert torch.equal(f.weight.view(torch.uint8), want.weight.view(torch.uint8))
+    assert torch.equal(f.weight_scale, want.weight_scale) and torch.equal(f.bias, layer.bias)
+    g = Float8Linear.from_linear(other, recipe)
+    g.load_state_dict(f.state_dict())
+    assert torch.equal(g.weight.view(torch.uint8), want.weight.view(torch.uint8))
+    assert torch.equal(g.weight_scale, want.weight_scale)
+
+
+def test_float8_linear_refuses_what_it_cannot_run():
+    from zoo import nn as zoo_nn
+    f = zoo_nn.Float8Linear.from_linear(linear_layer(), "row", backend="torch")
+    with pytest.raises(ZooError, match="last dimension 256"):
+        f(torch.randn(4, 200, dtype=torch.bfloat16))
+    with pytest.raises(ZooError, match="bfloat16 or float16 input"):
+        f(torch.randn(4, 256))
+    with pytest.raises(ZooError, match="is for inference"):
+        f(torch.randn(4, 256, dtype=torch.bfloat16, requires_grad=True))
+    f.half()  # casting after conversion turns the e4m3 values into fp16 ones, unscaled
+    with pytest.raises(ZooError, match="cast after zoo.nn.convert"):
+        f(torch.randn(4, 256, dtype=torch.float16))
+    with pytest.raises(ZooError, match="multiples of 128"):
+        zoo_nn.Float8Linear(256, 200, recipe="block")
+    with pytest.raises(ZooError, match="recipe must be"):
+        zoo_nn.Float8Linear(256, 256, recipe="channel")
+    with pytest.raises(ZooError, match="backend must be"):
+        zoo_nn.Float8Linear(256, 256, backend="cublas")
+    with pytest.raises(ZooError, match="fp8 must be None or one of"):
+        zoo_nn.convert(torch.nn.Linear(16, 16), fp8="rows")
+    # off a CUDA device convert leaves the Linears, saying why; skip= names what to leave
+    model = torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.Linear(256, 256))
+    swaps = zoo_nn.convert(model, fp8="row", skip=("1",))
+    assert [(s.name, s.swapped) for s in swaps] == [("0", False), ("1", False)]
+    assert "not a CUDA device" in swaps[0].reason and swaps[1].reason == "skipped as asked"
+    assert all(type(m) is torch.nn.Linear for m in model)

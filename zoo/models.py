@@ -3,7 +3,9 @@ side in one process (`zoo bench --model llama|resnet50|mlp-train`).
 
 Every model has random weights (nothing is downloaded): a Llama of about 1B parameters
 (transformers), torchvision's ResNet-50, and an MLP of 8 Linear(1024, 1024) layers trained
-with SGD. Outputs are compared first; then each way of running (eager, a CUDA graph,
+with SGD. llama-fp8 is the Llama in bf16 with its decoder's Linears in FP8
+(zoo.nn.convert(fp8=recipe), the head kept in bf16): the same FP8 layers on torch._scaled_mm
+against them on zoo.scaled_mm. Outputs are compared first; then each way of running (eager, a CUDA graph,
 torch.compile) is timed for both models in alternating repeats (the host drifts), and the
 median of each is reported. Times are wall clock per call after a synchronize: the host's
 share counts, as it does for a user (bench.wall_side_by_side).
@@ -21,7 +23,7 @@ from . import bench, conv, convnets
 from . import nn as zoo_nn
 from .cuda import ZooError
 
-MODELS = ("llama", "resnet50", "mlp-train")
+MODELS = ("llama", "llama-fp8", "resnet50", "mlp-train")
 
 
 @dataclass
@@ -178,6 +180,66 @@ def bench_llama(report: Report, dtype: torch.dtype, calls: int, repeats: int, la
             torch._dynamo.reset()
 
 
+def fp8_pair(model: torch.nn.Module, recipe: str) -> tuple[torch.nn.Module, torch.nn.Module, str]:
+    """Two FP8 copies of `model` (zoo.nn.convert(fp8=recipe), the head left in bf16): on
+    torch._scaled_mm and on zoo.scaled_mm, with a line saying how many layers are FP8."""
+    pair = []
+    for backend in ("torch", "zoo"):
+        copied = copy.deepcopy(model)
+        swaps = zoo_nn.convert(copied, fp8=recipe, skip=("lm_head",))
+        for m in copied.modules():
+            if isinstance(m, zoo_nn.Float8Linear):
+                m.backend = backend
+        pair.append(copied)
+    line = f"{sum(s.swapped for s in swaps)} of {len(swaps)} Linear layers in FP8 ({recipe} scales), the head in bf16"
+    return *pair, line
+
+
+def bench_llama_fp8(report: Report, dtype: torch.dtype, calls: int, repeats: int, layers: int = 16,
+                    progress: Callable[[str], None] = print, recipe: str = "row") -> None:
+    """The Llama (bf16) with its decoder's Linears in FP8: torch._scaled_mm's layers against
+    zoo.scaled_mm's, prefill eager and compiled, greedy decoding with a static cache under
+    reduce-overhead; and the compiled FP8 prefill on the zoo against torch's bf16 one."""
+    cc = torch.cuda.get_device_capability()
+    if cc != (9, 0):
+        report.notes.append(f"llama-fp8 not run: FP8 GEMMs need CC 9.0 (Hopper), this GPU is {cc[0]}.{cc[1]}")
+        return
+    ref = llama_model(torch.bfloat16, layers)
+    theirs, mine, report.swaps["llama-fp8"] = fp8_pair(ref, recipe)
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    prompt = torch.randint(0, ref.config.vocab_size, (4, 512), device="cuda", generator=gen)
+    tag = f"FP8 {recipe}"
+    with torch.inference_mode():
+        bf16, want, got = ref(prompt).logits, theirs(prompt).logits, mine(prompt).logits
+        agree = (want.argmax(-1) == got.argmax(-1)).float().mean().item()
+        check = f"vs torch's FP8: rel. error {relative_error(got, want):.1e}, next-token agreement " \
+                f"{100 * agree:.1f}%; vs bf16: zoo {relative_error(got, bf16):.1e}, torch {relative_error(want, bf16):.1e}"
+        progress("llama-fp8: prefill eager")
+        report.rows.append(Row("llama-fp8", f"{tag}, prefill 4x512, eager",
+                               **_pair(lambda: mine(prompt).logits, lambda: theirs(prompt).logits, calls, repeats),
+                               check=check))
+        progress("llama-fp8: prefill compiled")
+        c_mine, c_theirs, c_bf16 = torch.compile(mine), torch.compile(theirs), torch.compile(ref)
+        report.rows.append(Row("llama-fp8", f"{tag}, prefill 4x512, torch.compile",
+                               **_pair(lambda: c_mine(prompt).logits, lambda: c_theirs(prompt).logits, calls,
+                                       repeats)))
+        report.rows.append(Row("llama-fp8", f"{tag} on the zoo vs bf16 torch.mm, prefill 4x512, torch.compile",
+                               **_pair(lambda: c_mine(prompt).logits, lambda: c_bf16(prompt).logits, calls,
+                                       repeats)))
+        torch._dynamo.reset()
+        one = prompt[:1, :32]
+        name = f"{tag}, decode 64 tokens, static cache, reduce-overhead"
+        progress(f"llama-fp8: {name}")
+        dec_mine, dec_theirs = (_decoder(m, one, 64, "reduce-overhead") for m in (mine, theirs))
+        tokens_mine, tokens_theirs = dec_mine(), dec_theirs()
+        differ = (tokens_mine != tokens_theirs).flatten().nonzero()
+        same = int(differ[0]) if len(differ) else tokens_theirs.numel()
+        report.rows.append(Row("llama-fp8", name, **_pair(dec_mine, dec_theirs, 1, repeats),
+                               check=f"greedy tokens identical to torch FP8's for the first {same} of "
+                                     f"{tokens_theirs.numel()} (random weights: near-ties)"))
+        torch._dynamo.reset()
+
+
 def _decoder(model, prompt: torch.Tensor, tokens: int, mode: str | None) -> Callable[[], torch.Tensor]:
     """Greedy decoding of `tokens` tokens at batch 1 after `prompt`: eager with transformers'
     dynamic cache, or with a static cache and the step compiled in `mode`."""
@@ -291,11 +353,15 @@ def _pair(mine, theirs, calls, repeats) -> dict:
 
 
 def run(models: list[str], dtype: torch.dtype = torch.float16, calls: int = 10, repeats: int = 7,
-        progress: Callable[[str], None] = print) -> Report:
+        progress: Callable[[str], None] = print, recipe: str = "row") -> Report:
+    """Each model in `models` (MODELS), timed side by side; `recipe`: llama-fp8's FP8 scales."""
     report = Report()
-    benches = {"llama": bench_llama, "resnet50": bench_cnn, "mlp-train": bench_mlp_train}
+    benches = {"llama": bench_llama, "llama-fp8": bench_llama_fp8, "resnet50": bench_cnn,
+               "mlp-train": bench_mlp_train}
     for name in models:
         if name not in benches:
             raise ZooError(f"--model must be one of {', '.join(MODELS)}, got {name!r}")
-        benches[name](report, torch.bfloat16 if name == "mlp-train" else dtype, calls, repeats, progress=progress)
+        extra = {"recipe": recipe} if name == "llama-fp8" else {}
+        benches[name](report, torch.bfloat16 if name in ("mlp-train", "llama-fp8") else dtype, calls, repeats,
+                      progress=progress, **extra)
     return report

@@ -39,8 +39,9 @@ def add_parsers(sub) -> None:
     s.add_argument("--config", help="this config instead of the automatic choice per shape")
     s.add_argument("--plot", metavar="PATH", help="draw TFLOP/s against problem size, zoo and torch.mm, to PATH (.png)")
     s.add_argument("--model", metavar="NAME",
-                   help="whole models instead of shapes: llama, resnet50, mlp-train (comma-separated) or all; "
-                        "torch's layers against zoo.nn.convert's (needs transformers / torchvision)")
+                   help="whole models instead of shapes: llama, llama-fp8, resnet50, mlp-train (comma-separated) or "
+                        "all; torch's layers against zoo.nn.convert's (needs transformers / torchvision); "
+                        "llama-fp8: --recipe's FP8 Linears, torch._scaled_mm's against zoo.scaled_mm's")
     s.add_argument("--calls", type=int, default=10, help="with --model: calls per timed round (10)")
     s.add_argument("--repeats", type=int, default=7, help="with --model: alternating rounds (7)")
     timing_options(s, iters=50)
@@ -201,6 +202,7 @@ def _bench_models(args) -> int:
     with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=err_console, transient=True) as progress:
         task = progress.add_task("models")
         report = models.run(names, dtype=getattr(torch, DTYPES[args.dtype]), calls=args.calls, repeats=args.repeats,
+                            recipe=args.recipe,
                             progress=lambda text: progress.update(task, description=text))
     table = Table(title=f"whole models on {lim.part} (CC {lim.cc[0]}.{lim.cc[1]}), torch's layers and the zoo's "
                         f"side by side: median ms of {args.repeats} alternating rounds of {args.calls} calls")
@@ -213,16 +215,18 @@ def _bench_models(args) -> int:
     show.print(table)
     for model, line in report.swaps.items():
         show.print(f"{model}: {line}")
+    for line in report.notes:
+        show.print(f"[yellow]{line}[/]")
     rows = [{"model": r.model, "case": r.case, "torch_ms": r.torch_ms, "zoo_ms": r.zoo_ms, "speedup": r.speedup,
              "spreads": list(r.spreads), "check": r.check} for r in report.rows]
     if args.plot:
         from ..plot import models_plot
-        label = f"whole models, zoo vs torch ({args.dtype}; mlp-train bf16), {lim.part}, {datetime.date.today().isoformat()}"
+        label = f"whole models, zoo vs torch ({args.dtype}; mlp-train, llama-fp8 bf16), {lim.part}, {datetime.date.today().isoformat()}"
         show.print(f"wrote {models_plot(rows, label, args.plot)}")
     write_json(args.json, {"device": lim.part, "cc": f"{lim.cc[0]}.{lim.cc[1]}",
                             "date": datetime.date.today().isoformat(), "torch": torch.__version__,
                             "dtype": args.dtype, "calls": args.calls, "repeats": args.repeats,
-                            "layers_on_the_zoo": report.swaps, "results": rows})
+                            "layers_on_the_zoo": report.swaps, "notes": report.notes, "results": rows})
     return EXIT_OK
 
 
