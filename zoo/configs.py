@@ -48,8 +48,6 @@ class TileConfig:
     stream_k: int = 0  # 1: built with stream-K, for grids whose last wave leaves SMs idle (sm90, no clusters)
     promote: int = 0  # 1: FP8 partial sums promoted into fp32 accumulators every K-tile (sm90 FP8 build)
     block_scales: int = 0  # 1: the blockwise FP8 recipe's build (promoted; its scales staged per K-tile)
-    a_boxes: int = 1  # TMA boxes a CTA loads its share of A's K-tile in (sm90 FP8: rows cut into equal boxes)
-    b_boxes: int = 1  # and of B's (B K-major: FP8, B^T's rows)
 
     @property
     def warps(self) -> int:
@@ -71,15 +69,12 @@ class TileConfig:
                 + (", narrow (skinny M only)" if self.narrow else "")
                 + (", stream-K tail" if self.stream_k else "")
                 + (", fp32 promotion" if self.promote else "")
-                + (", blockwise scales" if self.block_scales else "")
-                + (f", A in {self.a_boxes} TMA boxes" if self.a_boxes > 1 else "")
-                + (f", B in {self.b_boxes} TMA boxes" if self.b_boxes > 1 else ""))
+                + (", blockwise scales" if self.block_scales else ""))
 
 
 _INT_FIELDS = tuple(f.name for f in fields(TileConfig) if f.name != "name")
 _FLAGS = ("pingpong", "swap_ab", "narrow", "stream_k", "promote", "block_scales")  # 0 or 1
-_REQUIRED = tuple(f.name for f in fields(TileConfig)
-                  if f.name not in ("name", "group_m", "cluster_m", "cluster_n", "a_boxes", "b_boxes") + _FLAGS)
+_REQUIRED = tuple(f.name for f in fields(TileConfig) if f.name not in ("name", "group_m", "cluster_m", "cluster_n") + _FLAGS)
 
 
 def parse(name: str, raw: object, origin: str = "config") -> TileConfig:
@@ -143,8 +138,6 @@ def problems(config: TileConfig, kernel: "KernelSpec", limits: "ArchLimits") -> 
         out.append(f"{kernel.name} has no stream-K scheduler (stream_k must be 0)")
     if c.promote and not kernel.promote:
         out.append(f"{kernel.name} does not promote FP8 partial sums (promote must be 0)")
-    if (c.a_boxes > 1 or c.b_boxes > 1) and not kernel.split_boxes:
-        out.append(f"{kernel.name} loads each operand's K-tile as one TMA box (a_boxes and b_boxes must be 1)")
     if c.block_scales and not c.promote:
         out.append("block_scales needs promote: 1 (the blockwise scales are applied as each K-tile is promoted)")
     if out:  # the kernel's own rules and its smem formula assume the tiling above holds

@@ -316,20 +316,6 @@ static_assert(A_SHARE_ROWS % 8 == 0 && B_SHARE_ROWS % 8 == 0 && BM % CLUSTER_N =
 #ifdef ZOO_B_K_MAJOR
 static_assert(BN % CLUSTER_M == 0 && (BN / CLUSTER_M) % 8 == 0, "each CTA multicasts whole 8-row atoms of B^T");
 #endif
-// A CTA's share of A's K-tile (K-major rows) and of B^T's is loaded as this many boxes each
-// (configs a_boxes, b_boxes; the FP8 build): the same bytes in the same places, in more,
-// smaller TMA requests.
-#ifndef ZOO_A_BOXES
-#define ZOO_A_BOXES 1
-#endif
-#ifndef ZOO_B_BOXES
-#define ZOO_B_BOXES 1
-#endif
-constexpr int A_BOXES = ZOO_A_BOXES, B_BOXES = ZOO_B_BOXES;
-constexpr int A_BOX_ROWS = A_SHARE_ROWS / A_BOXES, B_BOX_ROWS = BN / CLUSTER_M / B_BOXES;
-static_assert(A_SHARE_ROWS % (8 * A_BOXES) == 0 && (BN / CLUSTER_M) % (8 * B_BOXES) == 0,
-              "each box starts on a swizzle atom (8 rows of 128 B)");
-static_assert((A_BOXES == 1 && B_BOXES == 1) || (B_ROWS_K_MAJOR && !A_M_MAJOR), "boxes cut K-major tiles only");
 static_assert(!A_M_MAJOR || (!SWAP_AB && !TF32 && BM % 64 == 0 && BK % CLUSTER_N == 0 && (BK / CLUSTER_N) % 8 == 0),
               "A column-major: whole 64-column boxes read by wgmma transposed, whole 8-row atoms per CTA");
 #if defined(ZOO_A_M_MAJOR) && defined(ZOO_CONV)
@@ -1595,28 +1581,20 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
                                                              A_BOX_BYTES, tmap_a, bar, tile_m * BM, kt * BK + a_k,
                                                              w.matrix, row_mask);
 #else
-#pragma unroll
-          for (int box = 0; box < A_BOXES; ++box) {
-            const int row = a_row + box * A_BOX_ROWS;
-            if constexpr (CLUSTER_N > 1)
-              tma_load_3d_multicast(a_dst + box * A_BOX_ROWS * SWIZZLE_BYTES, tmap_a, bar, kt * BK, tile_m * BM + row,
-                                    w.matrix, row_mask);
-            else
-              tma_load_3d(a_dst + box * A_BOX_ROWS * SWIZZLE_BYTES, tmap_a, bar, kt * BK, tile_m * BM + row, w.matrix);
-          }
+          if constexpr (CLUSTER_N > 1)
+            tma_load_3d_multicast(a_dst, tmap_a, bar, kt * BK, tile_m * BM + a_row, w.matrix, row_mask);
+          else
+            tma_load_3d(a_dst, tmap_a, bar, kt * BK, tile_m * BM, w.matrix);
 #endif
 #if defined(ZOO_B_K_MAJOR) && !defined(ZOO_CONV)
           // B^T's rows tile_n * BN.. are this tile's columns of B, K-major: each CTA of a cluster
           // column loads 1/CLUSTER_M of them and multicasts its share.
-#pragma unroll
-          for (int box = 0; box < B_BOXES; ++box) {
-            const int b_row = rank_m * (BN / CLUSTER_M) + box * B_BOX_ROWS;
-            const unsigned b_dst = b_smem + stage * B_STAGE_BYTES + b_row * SWIZZLE_BYTES;
-            if constexpr (CLUSTER_M > 1)
-              tma_load_3d_multicast(b_dst, tmap_b, bar, kt * BK, tile_n * BN + b_row, w.matrix, column_mask);
-            else
-              tma_load_3d(b_dst, tmap_b, bar, kt * BK, tile_n * BN + b_row, w.matrix);
-          }
+          const int b_row = rank_m * (BN / CLUSTER_M);
+          const unsigned b_dst = b_smem + stage * B_STAGE_BYTES + b_row * SWIZZLE_BYTES;
+          if constexpr (CLUSTER_M > 1)
+            tma_load_3d_multicast(b_dst, tmap_b, bar, kt * BK, tile_n * BN + b_row, w.matrix, column_mask);
+          else
+            tma_load_3d(b_dst, tmap_b, bar, kt * BK, tile_n * BN, w.matrix);
 #elif !defined(ZOO_CONV)
           const int b_row = rank_m * B_SHARE_ROWS;
           load_column_boxes<BN / BOX_COLS, (CLUSTER_M > 1)>(b_smem + stage * B_STAGE_BYTES + b_row * SWIZZLE_BYTES,

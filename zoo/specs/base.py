@@ -127,7 +127,6 @@ class KernelSpec:
     # in the ordinary choice.
     max_m: int = 0
     grouped: bool = True                 # has a grouped entry point (entry name + "_grouped")
-    split_boxes: bool = False            # loads a K-tile's A and B in a_boxes / b_boxes TMA boxes
     # The layouts a config is built for, where not all of `layouts` (None: all of them).
     config_layouts: Callable[[cfgs.TileConfig], tuple[str, ...]] | None = None
 
@@ -175,8 +174,6 @@ class KernelSpec:
                 **({"ZOO_STREAM_K": 1} if c.stream_k else {}),
                 **({"ZOO_FP8_PROMOTE": 1} if c.promote else {}),
                 **({"ZOO_FP8_BLOCK": 1} if c.block_scales else {}),
-                **({"ZOO_A_BOXES": c.a_boxes} if c.a_boxes > 1 else {}),
-                **({"ZOO_B_BOXES": c.b_boxes} if c.b_boxes > 1 else {}),
                 **self.extra_defines}
 
     def build_smem_bytes(self, c: cfgs.TileConfig, row_sums: bool = False) -> int:

@@ -162,7 +162,7 @@ def _sm90_tma_boxes(c: cfgs.TileConfig, out_size: int) -> tuple[tuple[int, int],
     C goes out in boxes of SM90_EPILOGUE_ROWS rows x 128 bytes (C_BOX_ROWS in the kernel), or
     for swap-AB of a consumer's rows when fewer (a box must not reach the next tile's rows)."""
     c_rows = min(c.warp_m, SM90_EPILOGUE_ROWS) if c.swap_ab else SM90_EPILOGUE_ROWS
-    return ((c.block_m // (c.cluster_n * c.a_boxes), c.block_k), (c.block_k // c.cluster_m, c.block_k),
+    return ((c.block_m // c.cluster_n, c.block_k), (c.block_k // c.cluster_m, c.block_k),
             (c_rows, cuda.TMA_SWIZZLE_BYTES // out_size))
 
 
@@ -174,9 +174,8 @@ def _sm90_a_col_box(c: cfgs.TileConfig) -> tuple[int, int]:
 
 def _sm90_b_col_box(c: cfgs.TileConfig) -> tuple[int, int]:
     """(rows, cols) of B's box when B is read column-major (B^T: N rows, K cols): block_n rows
-    of one 128-byte K-tile, cut into the shares the CTAs of a cluster column multicast, each
-    loaded as b_boxes boxes."""
-    return c.block_n // (c.cluster_m * c.b_boxes), c.block_k
+    of one 128-byte K-tile, cut into the shares the CTAs of a cluster column multicast."""
+    return c.block_n // c.cluster_m, c.block_k
 
 
 def _sm90_bias_epilogue(c: cfgs.TileConfig) -> bool:
@@ -330,10 +329,6 @@ def _fp8_rules(c: cfgs.TileConfig) -> list[str]:
                    f"be at most {SCALE_BLOCK + SCALE_BLOCK // 2}")
     if c.block_scales and c.swap_ab:
         out.append("the blockwise recipe's build has no swap-AB tiles (its scales are applied by C rows)")
-    for field, rows, boxes in (("a_boxes", c.block_m // c.cluster_n, c.a_boxes),
-                               ("b_boxes", c.block_n // c.cluster_m, c.b_boxes)):
-        if rows % (8 * boxes):  # each box starts on a 1024-byte swizzle atom (8 rows of 128 B)
-            out.append(f"{field} {boxes}: a CTA's {rows} rows of the K-tile must cut into boxes of a multiple of 8 rows")
     accumulators = (c.warp_m // 2 if c.swap_ab else c.warp_m // 64 * c.warp_n // 2) * (2 if c.promote else 1)
     return out + _sm90_tile_rules(c) + _sm90_register_rules(
         c, accumulators, 32 if _sm90_promoted_three(c) else 40,
@@ -354,7 +349,7 @@ SM90_FP8 = replace(
     sass_required=((r"\bQGMMA\.\w+\.F32\.E4M3\.E4M3\b", "QGMMA .E4M3 (FP8 wgmma)"),) + SM90_GEMM.sass_required[1:],
     description="FP8 (e4m3) wgmma with dequantization scales; fp32 promotion of the partial sums in promote configs",
     op="scaled", layouts=("row x col",), a_col_box=None, exports={}, extra_defines={"ZOO_FP8": 1},
-    swap_ab=True, pingpong=True, stream_k=False, chains=False, grouped=False, promote=True, split_boxes=True,
+    swap_ab=True, pingpong=True, stream_k=False, chains=False, grouped=False, promote=True,
     pipeline="{stages}-stage TMA ring of 128-byte e4m3 K-tiles: the producer warpgroup runs up to {stages} "
              "K-tiles ahead of its consumer warpgroups",
 )
