@@ -224,3 +224,29 @@ def test_plots_keep_their_titles_and_labels_inside_the_image(tmp_path):
     image = matplotlib.image.imread(plot.models_plot(rows, title, tmp_path / "m.png"))
     for edge in (image[0], image[-1], image[:, 0], image[:, -1]):
         assert (edge[:, :3] > 0.99).all(), "something is drawn against the image's edge"
+
+
+def test_fp8_bench_table_stays_readable_when_a_shape_is_refused(monkeypatch, tmp_path):
+    """A shape zoo.scaled_mm refuses is one short row, its reason printed whole under the table:
+    in the config column the reason (over 100 characters, no_wrap) squeezed every other column
+    to an ellipsis in an 80-200 column log ("s…", "M 4…"; results/h200-2026-11-29/seventeenth/
+    call6/B-tensor-holdt2-1.txt)."""
+    import argparse
+    import torch
+    from rich.console import Console
+    from zoo import arch, gemm, tuner
+    from zoo.cli import run
+    reason = "K and N must be multiples of 16 (16-byte rows of FP8), got K=1000, N=1000"
+    monkeypatch.setattr(tuner, "measure_scaled", lambda *a, **k: (_ for _ in ()).throw(ZooError(reason)))
+    monkeypatch.setattr(gemm, "device_limits", lambda index: arch.offline("sm_90a"))
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    shown = Console(record=True, width=120)
+    monkeypatch.setattr(run, "report_console", lambda args: shown)
+    args = argparse.Namespace(out_dtype=None, kernel=None, all_kernels=False, tf32=False, recipe="tensor",
+                              fast_accum=False, iters=5, warmup=1, seed=0, eager=False, config=None,
+                              json=str(tmp_path / "fp8.json"))
+    assert run._scaled(args, {"square": [(1000, 1000, 1000)]}, "bench") == 0
+    text = shown.export_text()
+    assert "% of torch" in text and "suite" in text and "…" not in text, text
+    assert "1000x1000x1000" in text and reason in " ".join(text.split()), text
+    assert json.loads((tmp_path / "fp8.json").read_text())["results"][0]["refused"] == reason

@@ -250,7 +250,7 @@ def _scaled(args, groups: dict, command: str) -> int:
     for col in ("suite", "M", "N", "K", "config", "ms", "TFLOP/s", "torch TFLOP/s", "% of torch", "error",
                 "torch error", "verified"):
         table.add_column(col, justify="left" if col in ("suite", "config") else "right", no_wrap=True)
-    rows, failed = [], []
+    rows, failed, refused = [], [], []
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   console=err_console, transient=True) as progress:
         task = progress.add_task("fp8", total=sum(len(v) for v in groups.values()))
@@ -262,7 +262,9 @@ def _scaled(args, groups: dict, command: str) -> int:
                     r = tuner.measure_scaled(idx, m, n, k, args.recipe, out_dtype, args.fast_accum, args.warmup,
                                              args.iters, args.seed, graph=not args.eager, config=args.config)
                 except ZooError as exc:  # a shape FP8 cannot take (K, N off 16): said, and the next one
-                    table.add_row(suite, str(m), str(n), str(k), f"[yellow]not run: {exc}[/]", *[""] * 7)
+                    # The reason goes under the table: in a no_wrap cell it squeezed every other column.
+                    table.add_row(suite, str(m), str(n), str(k), "[yellow]not run[/]", *[""] * 7)
+                    refused.append(f"{m}x{n}x{k}: {exc}")
                     rows.append({"suite": suite, "m": m, "n": n, "k": k, "refused": str(exc), "pct_of_torch": None})
                     progress.advance(task)
                     continue
@@ -290,6 +292,8 @@ def _scaled(args, groups: dict, command: str) -> int:
                 table.add_row(suite, "", "", "", "[bold]geometric mean[/]", "", "", "", f"[bold]{bench.geomean(ratios):.1f}%[/]",
                               "", "", "", end_section=True)
     show.print(table)
+    for line in refused:
+        show.print(f"[yellow]not run[/] {line}")
     if any(r.get("torch_wrong") for r in rows):
         show.print("[yellow]torch wrong[/]: torch._scaled_mm's answer was past the output dtype's rounding "
                    "(its blockwise recipe where K / 128 is no multiple of 4, on torch 2.11); its time is left out")
