@@ -197,3 +197,5 @@ def test_float8_linear_refuses_what_it_cannot_run():
     assert [(s.name, s.swapped) for s in swaps] == [("0", False), ("1", False)]
     assert "not a CUDA device" in swaps[0].reason and swaps[1].reason == "skipped as asked"
     assert all(type(m) is torch.nn.Linear for m in model)
+    lone = torch.nn.Linear(256, 256)  # the model itself: convert cannot replace it in a parent
+    assert "from_linear" in zoo_nn.convert(lone, fp8="row")[0].reason and type(lone) is torch.nn.Linear

@@ -250,7 +250,7 @@ def convert(model: torch.nn.Module, *, linear: bool = True, conv2d: bool = True,
                 report.append(Swap(name, type(module).__name__, False, "skipped as asked"))
             continue
         if type(module) is torch.nn.Linear and linear and fp8 is not None:
-            reason = _fp8_refusal(module, fp8)
+            reason = _fp8_refusal(module, fp8, name)
             if not reason:
                 _replace(model, name, Float8Linear.from_linear(module, fp8))
             report.append(Swap(name, "Linear", not reason, reason))
@@ -267,7 +267,9 @@ def convert(model: torch.nn.Module, *, linear: bool = True, conv2d: bool = True,
     return report
 
 
-def _fp8_refusal(layer: torch.nn.Linear, recipe: str) -> str:
+def _fp8_refusal(layer: torch.nn.Linear, recipe: str, name: str = "") -> str:
+    if not name:  # a new module replaces the layer in its parent, and the model has none
+        return "the model itself: a Float8Linear is a new module (zoo.nn.Float8Linear.from_linear(layer))"
     reason = _refusal(layer.weight, FP8_IN_DTYPES)
     if reason:
         return reason
