@@ -237,7 +237,9 @@ def test_fp8_bench_table_stays_readable_when_a_shape_is_refused(monkeypatch, tmp
     from zoo import arch, gemm, tuner
     from zoo.cli import run
     reason = "K and N must be multiples of 16 (16-byte rows of FP8), got K=1000, N=1000"
-    monkeypatch.setattr(tuner, "measure_scaled", lambda *a, **k: (_ for _ in ()).throw(ZooError(reason)))
+    def refused(*args, **kwargs):
+        raise ZooError(reason)
+    monkeypatch.setattr(tuner, "measure_scaled", refused)
     monkeypatch.setattr(gemm, "device_limits", lambda index: arch.offline("sm_90a"))
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
     shown = Console(record=True, width=120)

@@ -270,15 +270,14 @@ def fp8_llama():
     return transformers.LlamaForCausalLM(config).to("cuda", torch.bfloat16).eval()
 
 
-def fp8_copy(model, recipe, backend="zoo"):
-    import copy
-    mine = copy.deepcopy(model)
-    swaps = zoo.nn.convert(mine, fp8=recipe, skip=("lm_head",))
-    fp8_layers = [m for m in mine.modules() if isinstance(m, zoo.nn.Float8Linear)]
-    assert len(fp8_layers) == sum(s.swapped for s in swaps) == 2 * 7, swaps  # q k v o gate up down
-    for m in fp8_layers:
-        m.backend = backend
-    return mine
+def fp8_pair(model, recipe):
+    """zoo.models' two FP8 copies of `model` (on torch._scaled_mm, on the zoo), every decoder
+    Linear converted: q k v o gate up down per layer."""
+    from zoo import models
+    theirs, mine, line = models.fp8_pair(model, recipe)
+    for m in (theirs, mine):
+        assert sum(isinstance(x, zoo.nn.Float8Linear) for x in m.modules()) == 2 * 7, line
+    return theirs, mine
 
 
 def fp8_prompts(lengths):
@@ -305,7 +304,7 @@ def test_an_fp8_llama_on_the_zoo_is_as_close_to_bf16_as_torch_scaled_mms(recipe)
     bf16 model's as those of the same FP8 model on torch._scaled_mm (the same quantized
     weights), prompt by prompt, and its greedy next tokens mostly the bf16 model's."""
     ref = fp8_llama()
-    mine, theirs = fp8_copy(ref, recipe), fp8_copy(ref, recipe, backend="torch")
+    theirs, mine = fp8_pair(ref, recipe)
     seen = []
     with torch.no_grad():
         for ids in fp8_prompts((16, 24, 16, 32, 8) * 2):
@@ -324,8 +323,8 @@ def test_an_fp8_llama_in_every_compile_mode(mode):
     """The per-row FP8 Llama compiled in every mode, prompts of changing length: as close to the
     bf16 model as the eager FP8 model on torch._scaled_mm; no skipped CUDA graph."""
     ref = fp8_llama()
-    theirs = fp8_copy(ref, "row", backend="torch")
-    run = torch.compile(fp8_copy(ref, "row"), **COMPILE_MODES[mode])
+    theirs, mine = fp8_pair(ref, "row")
+    run = torch.compile(mine, **COMPILE_MODES[mode])
     seen = []
     with torch.no_grad():
         for ids in fp8_prompts((16, 23, 16, 31, 16) * 4):
@@ -337,7 +336,7 @@ def test_an_fp8_llama_in_every_compile_mode(mode):
 
 
 def test_an_fp8_llama_with_grad_enabled_says_how_to_proceed():
-    mine = fp8_copy(fp8_llama(), "row")
+    _, mine = fp8_pair(fp8_llama(), "row")
     ids = fp8_prompts((16,))[0]
     with pytest.raises(zoo.ZooError, match="is for inference"):
         mine(inputs_embeds=mine.model.embed_tokens(ids))  # embeddings that need a gradient

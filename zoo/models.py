@@ -19,7 +19,7 @@ from typing import Callable
 
 import torch
 
-from . import bench, conv, convnets
+from . import bench, conv, convnets, scaled
 from . import nn as zoo_nn
 from .cuda import ZooError
 
@@ -197,14 +197,15 @@ def fp8_pair(model: torch.nn.Module, recipe: str) -> tuple[torch.nn.Module, torc
 
 def bench_llama_fp8(report: Report, dtype: torch.dtype, calls: int, repeats: int, layers: int = 16,
                     progress: Callable[[str], None] = print, recipe: str = "row") -> None:
-    """The Llama (bf16) with its decoder's Linears in FP8: torch._scaled_mm's layers against
-    zoo.scaled_mm's, prefill eager and compiled, greedy decoding with a static cache under
-    reduce-overhead; and the compiled FP8 prefill on the zoo against torch's bf16 one."""
+    """The Llama in `dtype` (run passes bf16) with its decoder's Linears in FP8:
+    torch._scaled_mm's layers against zoo.scaled_mm's, prefill eager and compiled, greedy
+    decoding with a static cache under reduce-overhead; and the compiled FP8 prefill on the
+    zoo against the compiled model in `dtype`."""
     cc = torch.cuda.get_device_capability()
-    if cc != (9, 0):
+    if cc != scaled.FP8_CC:
         report.notes.append(f"llama-fp8 not run: FP8 GEMMs need CC 9.0 (Hopper), this GPU is {cc[0]}.{cc[1]}")
         return
-    ref = llama_model(torch.bfloat16, layers)
+    ref = llama_model(dtype, layers)
     theirs, mine, report.swaps["llama-fp8"] = fp8_pair(ref, recipe)
     gen = torch.Generator(device="cuda").manual_seed(1)
     prompt = torch.randint(0, ref.config.vocab_size, (4, 512), device="cuda", generator=gen)
