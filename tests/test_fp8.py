@@ -199,3 +199,33 @@ def test_float8_linear_refuses_what_it_cannot_run():
     assert all(type(m) is torch.nn.Linear for m in model)
     lone = torch.nn.Linear(256, 256)  # the model itself: convert cannot replace it in a parent
     assert "from_linear" in zoo_nn.convert(lone, fp8="row")[0].reason and type(lone) is torch.nn.Linear
+
+
+def test_inductor_calls_scaled_mms_launch_path_not_the_op(monkeypatch):
+    """Under torch.compile, inductor's code calls scaled_mm's launch path itself
+    (extern_kernels.zoo_scaled_mm, as extern_kernels._scaled_mm for torch's), not the custom
+    op's dispatcher fallback: b still column-major, the out dtype by name even where it is a
+    tensor's dtype (which inductor may write as a number). On the CPU a float32 product of the
+    dequantized operands stands in for the launch."""
+    from torch._inductor.utils import run_and_get_code
+    from zoo import scaled
+    calls = []
+
+    def launch(a, b, scale_a, scale_b, bias=None, *, out_dtype, use_fast_accum=False, kernel=None, config=None):
+        calls.append((a.stride(), b.stride(), tuple(scale_b.shape), out_dtype, use_fast_accum))
+        product = fp8.dequantize(a, scale_a, "row") @ fp8.dequantize(b, scale_b, "row", "b")
+        return (product + bias.float()).to(out_dtype)
+
+    monkeypatch.setattr(scaled, "scaled_mm", launch)
+    torch._dynamo.reset()
+    a, w = operands()
+    qa, sa = fp8.quantize(a, "row")
+    qw, sw = fp8.quantize(w, "row")  # W (N, K) row-major: b = qw.t()
+    bias = torch.randn(128, dtype=torch.bfloat16)
+    f = torch.compile(lambda x, y, sx, sy, c: torch.ops.zoo.scaled_mm(x, y.t(), sx, sy.t(), c, c.dtype), fullgraph=True)
+    got, (code, *_) = run_and_get_code(f, qa, qw, sa, sw, bias)
+    assert "extern_kernels.zoo_scaled_mm(" in code and "torch.ops.zoo.scaled_mm.default(" not in code
+    assert calls == [((256, 1), (1, 256), (1, 128), torch.bfloat16, False)]
+    want = launch(qa, qw.t(), sa, sw.t(), bias, out_dtype=torch.bfloat16)
+    assert got.dtype == torch.bfloat16 and torch.equal(got, want)
+    torch._dynamo.reset()

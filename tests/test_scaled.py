@@ -438,6 +438,29 @@ def test_scaled_mm_bias_graph_compile_and_long_k():
 
 @pytest.mark.gpu
 @gpu
+@pytest.mark.parametrize("recipe", ["row", "block"])
+def test_compiled_float8_linears_call_the_launch_path(recipe):
+    """Compiled, zoo Float8Linears' code calls scaled_mm's launch path as an extern kernel
+    (extern_kernels.zoo_scaled_mm), never the op's dispatcher fallback, and gives the eager
+    layers' output (to FP8's rounding of inductor's fused quantization)."""
+    from torch._inductor.utils import run_and_get_code
+    torch._dynamo.reset()
+    torch.manual_seed(4)
+    ref = torch.nn.Sequential(torch.nn.Linear(256, 384), torch.nn.GELU(), torch.nn.Linear(384, 128, bias=False))
+    ref = ref.cuda().to(torch.bfloat16)
+    zoo.nn.convert(ref, fp8=recipe)
+    x = torch.randn(2, 40, 256, device="cuda", dtype=torch.bfloat16)
+    with torch.no_grad():
+        got, (code, *_) = run_and_get_code(torch.compile(ref), x)
+        want = ref(x)
+    # (the op's name stays in comments; a fallback would call it)
+    assert code.count("extern_kernels.zoo_scaled_mm(") == 2 and "torch.ops.zoo.scaled_mm.default(" not in code
+    assert got.dtype == torch.bfloat16 and ((got - want).float().norm() / want.float().norm()).item() < 2e-2
+    torch._dynamo.reset()
+
+
+@pytest.mark.gpu
+@gpu
 @pytest.mark.parametrize("config", ["128x128p", "128x192p", "16x128sp", "32x128sp"])
 def test_row_scales_in_any_layout_give_the_same_product(config):
     """The epilogue reads contiguous 8-byte-aligned column scales in pairs and one product for

@@ -1,5 +1,5 @@
-"""torch.compile's inductor calls the zoo's launch path for zoo::mm and zoo::conv2d, as it calls
-cuBLAS for aten::mm.
+"""torch.compile's inductor calls the zoo's launch path for zoo::mm, zoo::conv2d and
+zoo::scaled_mm, as it calls cuBLAS for aten::mm.
 
 Inductor runs a custom op it has no lowering for as a fallback kernel: each call goes through
 the dispatcher into the op's Python, and through its Python autograd kernel even with grad
@@ -7,8 +7,11 @@ off: 25.5 us of host time a GEMM against compiled torch.mm's 13.5 on a lent H200
 (NOTES.md, "Inductor calls the launch path"). The lowerings here make the ops extern kernels,
 as inductor makes aten::mm: its generated code calls `extern_kernels.zoo_mm(a, b, out=buf)`
 (an out= variant: the buffer from inductor's own planning) and
-`buf = extern_kernels.zoo_conv2d(x, w, ...)`, straight into the eager paths' plan caches
-(gemm.mm, conv.conv2d). The conv's x is asked for channels-last, the layout its kernels read.
+`buf = extern_kernels.zoo_conv2d(x, w, ...)` and `extern_kernels.zoo_scaled_mm(a, b, ...)`,
+straight into the eager paths' plan caches (gemm.mm, conv.conv2d, scaled.scaled_mm). The
+conv's x is asked for channels-last, the layout its kernels read; scaled_mm's operands and
+scales keep the strides they were traced with (b column-major, the block scales
+outer-dim-major), which the FP8 kernel's checks require.
 
 Inductor's lowering and extern-kernel API is internal: `install()` runs on the first trace
 of a zoo op (the fake implementations call it, so importing the zoo does not import
@@ -21,7 +24,7 @@ import warnings
 
 import torch
 
-from . import conv, gemm
+from . import conv, gemm, scaled
 
 _installed: list = []  # [True] once install() ran (whether or not the lowerings took)
 _warned: set = set()   # the ops whose lowering failed, said once
@@ -40,6 +43,24 @@ def conv2d_made(x: torch.Tensor, w: torch.Tensor, bias: torch.Tensor | None = No
     the op does: nothing kept in a CUDA graph's pool)."""
     return conv.conv2d(x, w, bias, _interned(stride), _interned(padding), _interned(dilation), groups,
                        out_dtype=out_dtype, kernel=kernel_name, config=config_name, keep_layout=False)
+
+
+def scaled_mm_made(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scale_b: torch.Tensor,
+                   bias: torch.Tensor | None = None, *, out_dtype: str, use_fast_accum: bool = False,
+                   kernel_name: str | None = None, config_name: str | None = None) -> torch.Tensor:
+    """zoo::scaled_mm, its output made by the call (as torch._scaled_mm's)."""
+    return scaled.scaled_mm(a, b, scale_a, scale_b, bias, out_dtype=_DTYPES[out_dtype], use_fast_accum=use_fast_accum,
+                            kernel=kernel_name, config=config_name)
+
+
+# scaled_mm's out dtype reaches its extern kernel by name: inductor's code may write a dtype
+# argument as its enum's number (torch 2.11 did, for Float8Linear's out_dtype=x.dtype).
+_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
+
+
+def _traced_dtype(node) -> str:
+    """The name of the dtype of the output the op was traced with (its fake's)."""
+    return str(node.meta["val"].dtype).removeprefix("torch.")
 
 
 def _interned(values) -> tuple:
@@ -117,8 +138,26 @@ def _register() -> None:
                                 groups=groups, **_given(out_dtype=out_dtype, kernel_name=kernel_name,
                                                         config_name=config_name)).output_node()
 
+    scaled_choice = choice(scaled_mm_made, "zoo_scaled_mm", out_variant=False)
+
+    def traced_strides(node, index: int):
+        """An input as the op was traced with it: the same strides (its fake's)."""
+        want = V.graph.current_node.args[index].meta["val"].stride()
+        return ir.ExternKernel.require_exact_strides(ir.ExternKernel.realize_input(node), want)
+
+    def build_scaled(a, b, scale_a, scale_b, bias=None, out_dtype=torch.bfloat16, use_fast_accum=False,
+                     kernel_name=None, config_name=None):
+        inputs = [traced_strides(t, i) for i, t in enumerate((a, b, scale_a, scale_b))]
+        if bias is not None:
+            inputs.append(ir.ExternKernel.realize_input(bias))
+        node = V.graph.current_node
+        layout = ir.FallbackKernel.tensor_to_layout(node.meta["val"])
+        return scaled_choice.bind(inputs, layout, out_dtype=_traced_dtype(node), use_fast_accum=bool(use_fast_accum),
+                                  **_given(kernel_name=kernel_name, config_name=config_name)).output_node()
+
     lower(torch.ops.zoo.mm.default, build_mm)
     lower(torch.ops.zoo.conv2d.default, build_conv)
+    lower(torch.ops.zoo.scaled_mm.default, build_scaled)
 
 
 def _given(**options) -> dict:
