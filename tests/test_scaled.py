@@ -446,13 +446,13 @@ def test_compiled_float8_linears_call_the_launch_path(recipe):
     from torch._inductor.utils import run_and_get_code
     torch._dynamo.reset()
     torch.manual_seed(4)
-    ref = torch.nn.Sequential(torch.nn.Linear(256, 384), torch.nn.GELU(), torch.nn.Linear(384, 128, bias=False))
-    ref = ref.cuda().to(torch.bfloat16)
-    zoo.nn.convert(ref, fp8=recipe)
+    model = torch.nn.Sequential(torch.nn.Linear(256, 384), torch.nn.GELU(), torch.nn.Linear(384, 128, bias=False))
+    model = model.cuda().to(torch.bfloat16)
+    zoo.nn.convert(model, fp8=recipe)
     x = torch.randn(2, 40, 256, device="cuda", dtype=torch.bfloat16)
     with torch.no_grad():
-        got, (code, *_) = run_and_get_code(torch.compile(ref), x)
-        want = ref(x)
+        got, (code, *_) = run_and_get_code(torch.compile(model), x)
+        want = model(x)
     # (the op's name stays in comments; a fallback would call it)
     assert code.count("extern_kernels.zoo_scaled_mm(") == 2 and "torch.ops.zoo.scaled_mm.default(" not in code
     assert got.dtype == torch.bfloat16 and ((got - want).float().norm() / want.float().norm()).item() < 2e-2
