@@ -49,18 +49,8 @@ def scaled_mm_made(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor, scal
                    bias: torch.Tensor | None = None, *, out_dtype: str, use_fast_accum: bool = False,
                    kernel_name: str | None = None, config_name: str | None = None) -> torch.Tensor:
     """zoo::scaled_mm, its output made by the call (as torch._scaled_mm's)."""
-    return scaled.scaled_mm(a, b, scale_a, scale_b, bias, out_dtype=_DTYPES[out_dtype], use_fast_accum=use_fast_accum,
-                            kernel=kernel_name, config=config_name)
-
-
-# scaled_mm's out dtype reaches its extern kernel by name: inductor's code may write a dtype
-# argument as its enum's number (torch 2.11 did, for Float8Linear's out_dtype=x.dtype).
-_DTYPES = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}
-
-
-def _traced_dtype(node) -> str:
-    """The name of the dtype of the output the op was traced with (its fake's)."""
-    return str(node.meta["val"].dtype).removeprefix("torch.")
+    return scaled.scaled_mm(a, b, scale_a, scale_b, bias, out_dtype=getattr(torch, out_dtype),
+                            use_fast_accum=use_fast_accum, kernel=kernel_name, config=config_name)
 
 
 def _interned(values) -> tuple:
@@ -150,9 +140,12 @@ def _register() -> None:
         inputs = [traced_strides(t, i) for i, t in enumerate((a, b, scale_a, scale_b))]
         if bias is not None:
             inputs.append(ir.ExternKernel.realize_input(bias))
-        node = V.graph.current_node
-        layout = ir.FallbackKernel.tensor_to_layout(node.meta["val"])
-        return scaled_choice.bind(inputs, layout, out_dtype=_traced_dtype(node), use_fast_accum=bool(use_fast_accum),
+        traced = V.graph.current_node.meta["val"]
+        layout = ir.FallbackKernel.tensor_to_layout(traced)
+        # The out dtype by name, the traced output's: inductor's code may write a dtype argument
+        # as its enum's number (torch 2.11 did, for Float8Linear's out_dtype=x.dtype).
+        return scaled_choice.bind(inputs, layout, out_dtype=gemm._dtype_name(traced.dtype),
+                                  use_fast_accum=bool(use_fast_accum),
                                   **_given(kernel_name=kernel_name, config_name=config_name)).output_node()
 
     lower(torch.ops.zoo.mm.default, build_mm)

@@ -130,11 +130,9 @@ class Float8Linear(torch.nn.Module):
             raise ZooError(f"recipe must be one of {', '.join(FP8_RECIPES)}, got {recipe!r}")
         if backend not in FP8_BACKENDS:
             raise ZooError(f"backend must be one of {', '.join(FP8_BACKENDS)}, got {backend!r}")
-        if in_features % 16 or out_features % 16 or (recipe == "block" and (in_features % FP8_BLOCK
-                                                                             or out_features % FP8_BLOCK)):
-            need = FP8_BLOCK if recipe == "block" else 16
-            raise ZooError(f"the {recipe} recipe needs in_features and out_features multiples of {need}, got "
-                           f"{in_features} and {out_features}")
+        reason = _fp8_features_refusal(recipe, in_features, out_features)
+        if reason:
+            raise ZooError(f"in_features and out_features: {reason}")
         self.in_features, self.out_features, self.recipe, self.backend = in_features, out_features, recipe, backend
         self.weight = torch.nn.Parameter(torch.zeros(out_features, in_features, device=device,
                                                      dtype=torch.float8_e4m3fn), requires_grad=False)
@@ -277,9 +275,15 @@ def _fp8_refusal(layer: torch.nn.Linear, recipe: str, name: str = "") -> str:
     cc = gemm.device_limits(index).cc
     if cc != scaled.FP8_CC:
         return f"FP8 needs CC {scaled.FP8_CC[0]}.{scaled.FP8_CC[1]} (Hopper), the device is {cc[0]}.{cc[1]}"
+    return _fp8_features_refusal(recipe, layer.in_features, layer.out_features)
+
+
+def _fp8_features_refusal(recipe: str, in_features: int, out_features: int) -> str:
+    """Why the recipe cannot take these features ("" if it can): 16-byte FP8 rows; the block
+    recipe's 128 x 128 weight blocks."""
     need = FP8_BLOCK if recipe == "block" else 16
-    if layer.in_features % need or layer.out_features % need:
-        return f"{layer.in_features} -> {layer.out_features} features (the {recipe} recipe needs multiples of {need})"
+    if in_features % need or out_features % need:
+        return f"{in_features} -> {out_features} features (the {recipe} recipe needs multiples of {need})"
     return ""
 
 
