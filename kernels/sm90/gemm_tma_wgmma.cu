@@ -1604,6 +1604,16 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
           if (++stage == STAGES) stage = 0, phase ^= 1;
         }
       }
+      if constexpr (CLUSTER > 1) {
+        // No CTA may leave while a peer can still arrive on its barriers or multicast into it:
+        // once every stage's last fill is freed, by the consumers of the whole cluster, no peer
+        // will (its consumers' last arrivals are in; its loads into this CTA were all consumed
+        // here). A wait for the ring, not a cluster barrier at the end (CUTLASS's load tail).
+        for (int i = 0; i < STAGES; ++i) {
+          mbar_wait(empty_bar + 8 * stage, phase ^ 1);
+          if (++stage == STAGES) stage = 0, phase ^= 1;
+        }
+      }
     } else if (BLOCK_SCALES && threadIdx.x / 32 == 1) {
       stage_block_scales(sched, full_bar, empty_bar, scale_smem, threadIdx.x % 32);
     }
@@ -1614,11 +1624,6 @@ __device__ __forceinline__ void gemm(const Scheduler<OutT>& sched, float* worksp
     // stall its issuing lane until the grid before had finished (NOTES.md, "The streams
     // mode's launches").
     if (independent) grid_dependency_wait();
-  }
-  // No CTA may leave while a peer can still arrive on its barriers or multicast into it.
-  if constexpr (CLUSTER > 1) {
-    __syncwarp();  // the producer warp's lanes meet again before the aligned cluster barrier
-    cluster_sync();
   }
 }
 
