@@ -1251,19 +1251,6 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
         load_scales(sa, sb, stage);
         block_scales(f, sa, sb);
       }
-      // Whether this CTA issues MMAs after unit u: a stream-K CTA's last unit, the rest of its
-      // run, is empty where the run ended in its first tail tile (its turn then would dangle).
-      auto issues_after = [&](int u) {
-        const int next = u + sched.step;
-        if (next >= sched.units) return false;
-        if constexpr (STREAM_K) {
-          if (sched.tail > 0 && next >= sched.whole) {
-            const Work<OutT> nw = sched.work(next);
-            return nw.kt_begin < nw.kt_end;
-          }
-        }
-        return true;
-      };
       // A K-tile's MMAs into part, in this consumer's turn; then the next consumer's turn,
       // unless this was the last consumer's last issue of the grid (unit u's K-tile kt).
       auto issue = [&](int u, int kt, int kt_end) {
@@ -1276,7 +1263,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
         issue_promoted<BF16>(part, desc_a0 + ((stage * A_STAGE_BYTES) >> 4), desc_b0 + ((stage * B_STAGE_BYTES) >> 4));
         wgmma_commit();
         if ((CONSUMERS == 2 ? consumer == 0 : consumer != CONSUMERS - 1) || kt + 1 < kt_end ||
-            issues_after(u))
+            u + sched.step < sched.units)
           named_barrier_arrive(ORDER_BARRIER + (CONSUMERS == 2 ? 1 - consumer : (consumer + 1) % CONSUMERS),
                                2 * WG_THREADS);
         const int issued = stage;

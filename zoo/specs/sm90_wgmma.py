@@ -349,7 +349,7 @@ SM90_FP8 = replace(
     sass_required=((r"\bQGMMA\.\w+\.F32\.E4M3\.E4M3\b", "QGMMA .E4M3 (FP8 wgmma)"),) + SM90_GEMM.sass_required[1:],
     description="FP8 (e4m3) wgmma with dequantization scales; fp32 promotion of the partial sums in promote configs",
     op="scaled", layouts=("row x col",), a_col_box=None, exports={}, extra_defines={"ZOO_FP8": 1},
-    swap_ab=True, pingpong=True, stream_k=True, chains=False, grouped=False, promote=True,
+    swap_ab=True, pingpong=True, stream_k=False, chains=False, grouped=False, promote=True,
     pipeline="{stages}-stage TMA ring of 128-byte e4m3 K-tiles: the producer warpgroup runs up to {stages} "
              "K-tiles ahead of its consumer warpgroups",
 )
