@@ -108,15 +108,17 @@ def test_fp8_config_rules():
                                 registry.SM90_GEMM, H100))
 
 
-def test_a_promoted_tile_listed_last_loses_its_ties():
+def test_a_promoted_tile_listed_last_loses_its_ties(tmp_path):
     """Among promoted tiles of equal wave cost over speed the first listed wins (configs are
     listed best first), not the narrower: a 128x64 tile added at the end, its speed unmeasured,
     ties 128x128p at 4096^3 and 1024 x 4096 x 4096, where it ran at 81% and 84% of
     torch._scaled_mm against 128x128p's 98-100 (H200; NOTES.md, "The producer tail, measured")."""
-    narrow = replace(FP8.config("128x128p"), name="128x64p", block_n=64, warp_n=64, stages=8)
-    spec = replace(FP8)
-    spec.__dict__["configs"] = FP8.configs + (narrow,)  # the cached property, one more config
-    assert configs.problems(narrow, spec, H100) == []
+    listed = tmp_path / "sm90_scaled_fp8.yaml"  # the configs file with one more entry at its end
+    listed.write_text(FP8.config_file.read_text().rstrip("\n") + "\n  128x64p:\n    {block_m: 128, block_n: 64, "
+                      "block_k: 128, warp_m: 64, warp_n: 64, stages: 8, threads: 384, group_m: 8, promote: 1}\n")
+    spec = replace(FP8, config_file=listed)
+    narrow = spec.configs[-1]
+    assert narrow.name == "128x64p" and configs.problems(narrow, spec, H100) == []
     for m, n, k in ((4096, 4096, 4096), (1024, 4096, 4096)):
         problem = fp8_problem(m, n, k)
         assert registry.wave_cost(spec, narrow, H100, problem) == registry.wave_cost(spec, FP8.config("128x128p"), H100, problem)
