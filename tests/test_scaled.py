@@ -38,8 +38,10 @@ def test_scaled_problems_get_fp8_configs_that_promote_as_asked(promote):
 def test_few_rows_take_the_swap_ab_tile_where_it_serves_the_recipe():
     """M <= 16, per tensor or per row (promoted): 16x128sp, which spends no MMA on rows past M.
     More rows, where 128-row tiles would leave over half the SMs idle or their rows half empty:
-    the swap tile with the most tiles in one wave, the shortest among equals (the pick measured
-    fastest on an H200 in 21 of 22 shapes and recipes; NOTES.md, "Small-M FP8 tiles"). Grids of
+    the swap tile of least modeled time (NOTES.md, "Small-M FP8 tiles by modeled time"): the
+    most tiles in one wave at K = 4096, but taller tiles in K slices at deep K, where each short
+    tile streams too many bytes a row (128 x 2048 x 11008: 16x128sp whole ran 11% slower than
+    32x128sp in two slices on an H200; the old rule, the most tiles, took 16x128sp). Grids of
     full 128-row tiles, fast accumulation (no swap-AB build) and the block recipe (a build of
     its own) keep the 128-row tiles. Its rules: no blockwise swap build."""
     for m in (1, 5, 16):
@@ -47,8 +49,15 @@ def test_few_rows_take_the_swap_ab_tile_where_it_serves_the_recipe():
     for (m, n, k), name in (((64, 4096, 4096), "16x128sp"), ((128, 4096, 4096), "32x128sp"),
                             ((32, 11008, 4096), "32x128sp"), ((64, 11008, 4096), "64x128sp"),
                             ((256, 4096, 4096), "64x128sp"), ((256, 384, 512), "16x128sp"),
-                            ((512, 1024, 4096), "32x128sp")):
+                            ((512, 1024, 4096), "32x128sp"), ((128, 2048, 11008), "32x128sp"),
+                            ((64, 4096, 11008), "16x128sp"), ((128, 4096, 8192), "32x128sp")):
         assert registry.select(H100, fp8_problem(m, n, k), op="scaled")[1].name == name, (m, n, k)
+    # An H200's faster DRAM (the bound at 64 rows) leaves deeper K to the taller tiles' slices:
+    # 128 x 4096 x 16384 on 64x128sp in two slices ran 5% faster than 32x128sp whole.
+    h200 = replace(H100, dram_gbps=4814.0)  # as the lent H200 reported it
+    for (m, n, k), name in (((128, 4096, 16384), "64x128sp"), ((128, 2048, 11008), "64x128sp"),
+                            ((64, 4096, 8192), "16x128sp"), ((128, 4096, 4096), "32x128sp")):
+        assert registry.select(h200, fp8_problem(m, n, k), op="scaled")[1].name == name, (m, n, k)
     for problem in (fp8_problem(128, 11008, 4096), fp8_problem(512, 4096, 4096), fp8_problem(64, 32000, 4096),
                     fp8_problem(1, 4096, 4096, promote=False), fp8_problem(1, 4096, 4096, block=True)):
         assert not registry.select(H100, problem, op="scaled")[1].swap_ab, problem

@@ -389,19 +389,45 @@ def swap_ab_choice(spec: KernelSpec, swapped: list[cfgs.TileConfig], limits: Arc
     return chosen
 
 
+# The FP8 swap tiles' time model (scaled_small_m_choice), fitted on an H200 to 17 shapes of 32-512
+# rows, each on 16x128sp, 32x128sp and 64x128sp, per tensor and per row (NOTES.md, "Small-M FP8
+# tiles by modeled time"): a CTA streams ~115 GB/s of its K-tiles (a 128-byte row of A and of B
+# per tile row and column) from L2, and a launch in K slices ends ~1.5 us plus ~1 us per MB of
+# fp32 partials later.
+SWAP_STREAM_GBPS = 115.0
+SWAP_SPLIT_US = 1.5
+SWAP_SPLIT_US_PER_MB = 1.0
+
+
+def swap_modeled_us(spec: KernelSpec, c: cfgs.TileConfig, limits: ArchLimits, m: int, n: int, k: int) -> float:
+    """An FP8 swap-tile launch's modeled time: its CTAs' streaming of their K slices (split_k's
+    count, as the launch takes it) or the whole of A and B from DRAM, whichever is longer, plus
+    the reduction of the slices' partials."""
+    resident = limits.sm_count * max(resident_blocks(spec, c, limits), 1) // c.cluster_size
+    splits = split_k(spec, c, m, n, k, resident, dram_gbps=limits.dram_gbps)
+    k_tiles, row_bytes = -(-k // c.block_k), cuda.TMA_SWIZZLE_BYTES
+    stream_us = -(-k_tiles // splits) * (c.block_m + c.block_n) * row_bytes / (SWAP_STREAM_GBPS * 1e3)
+    dram_us = (m + n) * k_tiles * row_bytes / (DRAM_STREAM_SHARE * limits.dram_gbps * 1e3) if limits.dram_gbps else 0.0
+    partial_mb = splits * -(-m // c.block_m) * c.block_m * n * 4 / 1e6
+    return max(stream_us, dram_us) + (SWAP_SPLIT_US + SWAP_SPLIT_US_PER_MB * partial_mb if splits > 1 else 0.0)
+
+
 def scaled_small_m_choice(spec: KernelSpec, swapped: list[cfgs.TileConfig], limits: ArchLimits, problem: Problem,
                           chosen: cfgs.TileConfig) -> cfgs.TileConfig:
     """FP8, over SWAP_AB_MAX_M rows: where `chosen` leaves over half the SMs idle or its tiles'
-    rows half empty, the swap tile with the most tiles that fit one wave (the shortest among
-    equals), else `chosen`. On an H200, per tensor, % of torch._scaled_mm (NOTES.md, "Small-M
-    FP8 tiles"): 128 x 4096 x 4096 on 32x128sp 92 (128 tiles) against 66 on 128x128p (32 tiles
-    in K slices); 64 x 11008 x 4096 on 64x128sp 99 against 74; 256 x 4096 x 4096 96 against 76.
+    rows half empty, the swap tile of least modeled time (swap_modeled_us; the first listed
+    among equals) of those whose tiles fit one wave, else `chosen`. Shorter tiles make more
+    CTAs, but each streams more bytes per output row, and a taller tile's K slices cost their
+    reduction. On an H200, per tensor, % of torch._scaled_mm (NOTES.md, "Small-M FP8 tiles" and
+    "Small-M FP8 tiles by modeled time"): 128 x 4096 x 4096 on 32x128sp 94 (128 tiles)
+    against 66 on 128x128p (32 tiles in K slices); 128 x 2048 x 11008 on 32x128sp in two
+    slices 94 against 84 on 16x128sp whole; 64 x 11008 x 4096 on 64x128sp 99 against 74.
     128 x 11008 x 4096 (86 full tiles) stays on 128x128p: 94, against 71-78 on swap tiles."""
-    m, n = problem.m, problem.n
+    m, n, k = problem.m, problem.n, problem.k
     if 2 * chosen.tiles(m, n) >= limits.sm_count and 2 * m > chosen.block_m:
         return chosen
     fitting = [c for c in swapped if c.tiles(m, n) <= limits.sm_count * max(resident_blocks(spec, c, limits), 1)]
-    return max(fitting, key=lambda c: (c.tiles(m, n), -c.block_m)) if fitting else chosen
+    return min(fitting, key=lambda c: swap_modeled_us(spec, c, limits, m, n, k)) if fitting else chosen
 
 
 def narrow_choice(spec: KernelSpec, narrow: list[cfgs.TileConfig], limits: ArchLimits, problem: Problem,
