@@ -174,14 +174,6 @@ constexpr bool BLOCK_SCALES = true;
 #else
 constexpr bool BLOCK_SCALES = false;
 #endif
-// ZOO_FP8_FREE (STAGED, configs with free: 1; promoted swap tiles): the consumers issue their
-// K-tiles' MMAs without turns. A swap tile's K-tile is short (4 x m64n32k32 on 32x128sp, about
-// 60 tensor cycles), so the turns' hand-over may cost more than the overlap it buys.
-#ifdef ZOO_FP8_FREE
-constexpr bool FREE = true;
-#else
-constexpr bool FREE = false;
-#endif
 constexpr int IN_BYTES = TF32 ? 4 : FP8 ? 1 : 2;    // fp32 inputs, e4m3, or fp16 / bf16
 constexpr int MMA_K = 32 / IN_BYTES;                // one wgmma covers 32 bytes of K (k16 / k8 / k32)
 constexpr int MMA_N = TRANSPOSED ? WG_M : WG_N;     // wgmma N: C columns, or C rows transposed
@@ -1264,14 +1256,14 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       auto issue = [&](int u, int kt, int kt_end) {
         // (The turns' tests are spelt for two consumers as they were measured: the general
         // forms compile two consumers' builds differently.)
-        if (!FREE && ((CONSUMERS == 2 ? consumer == 1 : consumer != 0) || !first_issue))
+        if ((CONSUMERS == 2 ? consumer == 1 : consumer != 0) || !first_issue)
           named_barrier(ORDER_BARRIER + consumer, 2 * WG_THREADS);
         first_issue = false;
         wgmma_fence();
         issue_promoted<BF16>(part, desc_a0 + ((stage * A_STAGE_BYTES) >> 4), desc_b0 + ((stage * B_STAGE_BYTES) >> 4));
         wgmma_commit();
-        if (!FREE && ((CONSUMERS == 2 ? consumer == 0 : consumer != CONSUMERS - 1) || kt + 1 < kt_end ||
-            u + sched.step < sched.units))
+        if ((CONSUMERS == 2 ? consumer == 0 : consumer != CONSUMERS - 1) || kt + 1 < kt_end ||
+            u + sched.step < sched.units)
           named_barrier_arrive(ORDER_BARRIER + (CONSUMERS == 2 ? 1 - consumer : (consumer + 1) % CONSUMERS),
                                2 * WG_THREADS);
         const int issued = stage;
