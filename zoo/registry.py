@@ -30,6 +30,12 @@ MAX_SPLITS = 8
 DRAM_STREAM_SHARE = 0.9
 
 
+def dram_stream_us(rows: int, k_tiles: int, dram_gbps: float) -> float:
+    """How long `rows` rows of A and B (M + N, over all matrices) take to stream K-tile by K-tile
+    (one 128-byte row each) from DRAM at DRAM_STREAM_SHARE of its rate (0: rate unknown, no bound)."""
+    return rows * k_tiles * cuda.TMA_SWIZZLE_BYTES / (DRAM_STREAM_SHARE * dram_gbps * 1e3) if dram_gbps else 0.0
+
+
 def split_k(spec: KernelSpec, c: cfgs.TileConfig, m: int, n: int, k: int, resident_clusters: int,
             batch: int = 1, dram_gbps: float = 0.0) -> int:
     """How many slices of K a persistent kernel cuts each tile into: 1 when the tiles (of all
@@ -54,7 +60,7 @@ def split_k(spec: KernelSpec, c: cfgs.TileConfig, m: int, n: int, k: int, reside
     if most <= 1:
         return 1
     row_bytes = cuda.TMA_SWIZZLE_BYTES  # a K-tile is one 128-byte row per tile row and column
-    dram_us = batch * (m + n) * k_tiles * row_bytes / (DRAM_STREAM_SHARE * dram_gbps * 1e3) if dram_gbps else 0.0
+    dram_us = dram_stream_us(batch * (m + n), k_tiles, dram_gbps)
 
     rate = spec.stream_gbps_per_cta * 1e3  # bytes per us; 0 (not measured): no per-CTA bound
 
@@ -399,17 +405,17 @@ SWAP_SPLIT_US = 1.5
 SWAP_SPLIT_US_PER_MB = 1.0
 
 
-def swap_modeled_us(spec: KernelSpec, c: cfgs.TileConfig, limits: ArchLimits, m: int, n: int, k: int) -> float:
-    """An FP8 swap-tile launch's modeled time: its CTAs' streaming of their K slices (split_k's
-    count, as the launch takes it) or the whole of A and B from DRAM, whichever is longer, plus
-    the reduction of the slices' partials."""
-    resident = limits.sm_count * max(resident_blocks(spec, c, limits), 1) // c.cluster_size
-    splits = split_k(spec, c, m, n, k, resident, dram_gbps=limits.dram_gbps)
-    k_tiles, row_bytes = -(-k // c.block_k), cuda.TMA_SWIZZLE_BYTES
-    stream_us = -(-k_tiles // splits) * (c.block_m + c.block_n) * row_bytes / (SWAP_STREAM_GBPS * 1e3)
-    dram_us = (m + n) * k_tiles * row_bytes / (DRAM_STREAM_SHARE * limits.dram_gbps * 1e3) if limits.dram_gbps else 0.0
+def swap_modeled_us(spec: KernelSpec, c: cfgs.TileConfig, m: int, n: int, k: int, resident: int,
+                    dram_gbps: float) -> float:
+    """An FP8 swap-tile launch's modeled time on `resident` CTAs: their streaming of their K
+    slices (split_k's count, as the launch takes it) or the whole of A and B from DRAM,
+    whichever is longer, plus the reduction of the slices' partials."""
+    splits = split_k(spec, c, m, n, k, resident, dram_gbps=dram_gbps)
+    k_tiles = -(-k // c.block_k)
+    stream_us = -(-k_tiles // splits) * (c.block_m + c.block_n) * cuda.TMA_SWIZZLE_BYTES / (SWAP_STREAM_GBPS * 1e3)
     partial_mb = splits * -(-m // c.block_m) * c.block_m * n * 4 / 1e6
-    return max(stream_us, dram_us) + (SWAP_SPLIT_US + SWAP_SPLIT_US_PER_MB * partial_mb if splits > 1 else 0.0)
+    return max(stream_us, dram_stream_us(m + n, k_tiles, dram_gbps)) + \
+        (SWAP_SPLIT_US + SWAP_SPLIT_US_PER_MB * partial_mb if splits > 1 else 0.0)
 
 
 def scaled_small_m_choice(spec: KernelSpec, swapped: list[cfgs.TileConfig], limits: ArchLimits, problem: Problem,
@@ -426,8 +432,10 @@ def scaled_small_m_choice(spec: KernelSpec, swapped: list[cfgs.TileConfig], limi
     m, n, k = problem.m, problem.n, problem.k
     if 2 * chosen.tiles(m, n) >= limits.sm_count and 2 * m > chosen.block_m:
         return chosen
-    fitting = [c for c in swapped if c.tiles(m, n) <= limits.sm_count * max(resident_blocks(spec, c, limits), 1)]
-    return min(fitting, key=lambda c: swap_modeled_us(spec, c, limits, m, n, k)) if fitting else chosen
+    resident = {c.name: limits.sm_count * max(resident_blocks(spec, c, limits), 1) for c in swapped}
+    fitting = [c for c in swapped if c.tiles(m, n) <= resident[c.name]]
+    return min(fitting, key=lambda c: swap_modeled_us(spec, c, m, n, k, resident[c.name], limits.dram_gbps)) \
+        if fitting else chosen
 
 
 def narrow_choice(spec: KernelSpec, narrow: list[cfgs.TileConfig], limits: ArchLimits, problem: Problem,
