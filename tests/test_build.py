@@ -11,6 +11,7 @@ import pytest
 
 from zoo import ZooCudaError, arch, build, configs, cuda, registry, sass
 from zoo.specs.base import layout
+from zoo.specs.sm90_wgmma import R2UR_WGMMA
 
 MATRIX = [(a, k, c) for k in registry.KERNELS for a in k.offline_archs for c in k.configs]
 
@@ -96,6 +97,18 @@ def test_sm90_signature_refuses_wgmma_descriptors_from_vector_registers():
     assert refused(listing("R2UR UR8, R4", *["NOP"] * 5, fp8))
     assert not refused(listing("R2UR UR8, R4", *["NOP"] * 6, wgmma))  # further back: set-up, not the K loop
     assert not refused(listing("UIADD3 UR8, UR7, 0x800, URZ", "USHF.R.S32.HI UR9, URZ, 0x1f, UR8", wgmma))
+
+
+def test_only_the_fp8_swap_tiles_may_feed_wgmmas_from_vector_registers():
+    """Issuing without turns, the promoted FP8 swap tiles keep their descriptors in vector
+    registers, measured faster so (NOTES.md, "Swap tiles free of turns, measured: kept"): the
+    build check lets them, and no other sm90 config, have an R2UR before a wgmma."""
+    def checked(spec, c):
+        return R2UR_WGMMA in {label for _, label in spec.forbidden_sass(c)}
+    for c in registry.SM90_FP8.configs:
+        assert checked(registry.SM90_FP8, c) == (not (c.swap_ab and c.promote)), c.name
+    assert any(not checked(registry.SM90_FP8, c) for c in registry.SM90_FP8.configs)
+    assert all(checked(registry.SM90_GEMM, c) for c in registry.SM90_GEMM.configs)
 
 
 def test_the_row_sums_build_chains_its_wgmma_with_the_main_ones():

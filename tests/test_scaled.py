@@ -175,6 +175,10 @@ def test_fp8_sass_is_e4m3_wgmma_without_local_memory(name, mma):
         if early and re.search(r"\b(STSM|STG|ATOMG)", since_issue):
             continue  # a wait closing an epilogue, not a K-tile's
         assert not ("LDS" in since_issue and "FMUL" in since_issue)
+    # the promoted consumers issue in turns (a bar.sync and a bar.arrive of two consumers'
+    # 256 threads at each issue site), but for the swap tiles, which issue without (TURNS)
+    turns = re.findall(r"BAR\.(?:SYNC\.DEFER_BLOCKING|ARV) R\d+, 0x100\b", text)
+    assert len(turns) == (2 * (2 if early else 1) if cfg.promote and not cfg.swap_ab else 0)
     # bf16 C is staged by stmatrix, unless a swap-AB tile's transposed stores write it
     assert ("STSM.16.M88.4" in ops) == (not cfg.swap_ab)
     # the two-consumer blockwise 64 x 128 slice (two bf16 boxes) is staged whole and its stores

@@ -72,7 +72,7 @@ def layout_label(a_col: bool, b_col: bool) -> str:
 def _check_entry(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits, smem: int, cubin: cuda.Cubin,
                  function: str, dtypes: str) -> EntryReport:
     res = sass.resources(cubin.image, function)
-    sig = sass.check_signature(sass.function_sass(cubin.image, function), spec.sass_required, spec.sass_forbidden)
+    sig = sass.check_signature(sass.function_sass(cubin.image, function), spec.sass_required, spec.forbidden_sass(cfg))
     occ = sass.occupancy(limits, cfg.threads, res.registers, smem + res.static_smem)
     problems = [f"missing {m}" for m in sig.missing] + [f"has {f}" for f in sig.forbidden]
     if res.local_bytes or res.stack:

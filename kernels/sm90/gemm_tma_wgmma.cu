@@ -282,6 +282,13 @@ constexpr bool EARLY_ISSUE = PROMOTE && !BLOCK_SCALES && TWO_64x128_SLICES;
 // loads off the epilogue (NOTES.md, "Scales held through the K loop"). 192-column slices
 // have no registers to spare (their two sets take 192 of 232).
 constexpr bool HOLD_SCALES = FP8 && !BLOCK_SCALES && TWO_64x128_SLICES;
+// TURNS: the promoted consumers issue their K-tiles' MMAs in turns (consume()), but for the
+// swap tiles. Without turns ptxas keeps the swap tiles' ring stage and descriptors in vector
+// registers (an R2UR before each wgmma: the build check lets these builds have it), and so
+// 16x128sp, 32x128sp and 64x128sp ran 1-7% faster on all 24 shapes and recipes measured; with
+// the barriers kept under a guard that never held, which put them back in uniform registers,
+// they ran as fast as with turns (NOTES.md, "Swap tiles free of turns, measured: kept").
+constexpr bool TURNS = PROMOTE && !SWAP_AB;
 
 static_assert(BK == BOX_COLS, "a K-tile of A is one 128-byte swizzled row per M row");
 static_assert((TRANSPOSED ? WG_N : WG_M) == 64 || (!TRANSPOSED && WG_M == 128),
@@ -1197,8 +1204,8 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
     if constexpr (PROMOTE) {
       // Each K-tile's MMAs into `part` (fresh), waited for, then times the K-tile's block
       // scales added into acc in fp32. While one consumer adds, another's MMAs must keep the
-      // tensor cores busy: they issue their K-tiles' MMAs in strict turns (ORDER_BARRIER + c:
-      // consumer c may issue), so one's MMAs run while the other waits for and adds its own
+      // tensor cores busy: they issue their K-tiles' MMAs in strict turns (TURNS; ORDER_BARRIER
+      // + c: consumer c may issue), so one's MMAs run while the other waits for and adds its own
       // (three consumers: while the other two's run). Left to themselves they wait on the same
       // stage, issue together, finish together and add together, the tensor cores idle
       // meanwhile. (Two sets of sums, one in flight while the other is added, made ptxas wait
@@ -1256,14 +1263,14 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       auto issue = [&](int u, int kt, int kt_end) {
         // (The turns' tests are spelt for two consumers as they were measured: the general
         // forms compile two consumers' builds differently.)
-        if ((CONSUMERS == 2 ? consumer == 1 : consumer != 0) || !first_issue)
+        if (TURNS && ((CONSUMERS == 2 ? consumer == 1 : consumer != 0) || !first_issue))
           named_barrier(ORDER_BARRIER + consumer, 2 * WG_THREADS);
         first_issue = false;
         wgmma_fence();
         issue_promoted<BF16>(part, desc_a0 + ((stage * A_STAGE_BYTES) >> 4), desc_b0 + ((stage * B_STAGE_BYTES) >> 4));
         wgmma_commit();
-        if ((CONSUMERS == 2 ? consumer == 0 : consumer != CONSUMERS - 1) || kt + 1 < kt_end ||
-            u + sched.step < sched.units)
+        if (TURNS && ((CONSUMERS == 2 ? consumer == 0 : consumer != CONSUMERS - 1) || kt + 1 < kt_end ||
+                      u + sched.step < sched.units))
           named_barrier_arrive(ORDER_BARRIER + (CONSUMERS == 2 ? 1 - consumer : (consumer + 1) % CONSUMERS),
                                2 * WG_THREADS);
         const int issued = stage;

@@ -65,6 +65,8 @@ class KernelSpec:
     sass_required: tuple[tuple[str, str], ...]   # (regex, what it proves)
     sass_forbidden: tuple[tuple[str, str], ...]
     description: str = ""
+    # The sass_forbidden labels a config may have: where its build was measured faster with them.
+    sass_allowed: Callable[[cfgs.TileConfig], tuple[str, ...]] = lambda c: ()
     # (threads per block, how they split) for a config's tiling; warps of WARP_M x WARP_N here.
     thread_layout: Callable[[cfgs.TileConfig], tuple[int, str]] = lambda c: (32 * c.warps, f"32 x {c.warps} warps")
     # Registers per thread the block is launched with, when the kernel fixes it (setmaxnreg);
@@ -147,6 +149,11 @@ class KernelSpec:
                 return c
         raise ZooError(f"{self.name} has no config {name!r}; it has: "
                        + ", ".join(c.name for c in self.configs))
+
+    def forbidden_sass(self, c: cfgs.TileConfig) -> tuple[tuple[str, str], ...]:
+        """The (regex, label) patterns a config's SASS must not have."""
+        allowed = self.sass_allowed(c)
+        return tuple(f for f in self.sass_forbidden if f[1] not in allowed)
 
     def runs_on(self, cc: tuple[int, int]) -> bool:
         return cc == self.exact_cc if self.exact_cc else cc >= self.min_cc
