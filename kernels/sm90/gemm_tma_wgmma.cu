@@ -1260,20 +1260,16 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       }
       // A K-tile's MMAs into part, in this consumer's turn; then the next consumer's turn,
       // unless this was the last consumer's last issue of the grid (unit u's K-tile kt).
-      // (Experiment, not kept: without TURNS the turns' barriers stay under a guard that never
-      // holds; ptxas then keeps the swap tiles' stage and descriptors in uniform registers, and
-      // they ran as fast as with turns.)
-      const bool turns = TURNS || sched.units < 0;
       auto issue = [&](int u, int kt, int kt_end) {
         // (The turns' tests are spelt for two consumers as they were measured: the general
         // forms compile two consumers' builds differently.)
-        if (turns && ((CONSUMERS == 2 ? consumer == 1 : consumer != 0) || !first_issue))
+        if (TURNS && ((CONSUMERS == 2 ? consumer == 1 : consumer != 0) || !first_issue))
           named_barrier(ORDER_BARRIER + consumer, 2 * WG_THREADS);
         first_issue = false;
         wgmma_fence();
         issue_promoted<BF16>(part, desc_a0 + ((stage * A_STAGE_BYTES) >> 4), desc_b0 + ((stage * B_STAGE_BYTES) >> 4));
         wgmma_commit();
-        if (turns && ((CONSUMERS == 2 ? consumer == 0 : consumer != CONSUMERS - 1) || kt + 1 < kt_end ||
+        if (TURNS && ((CONSUMERS == 2 ? consumer == 0 : consumer != CONSUMERS - 1) || kt + 1 < kt_end ||
                       u + sched.step < sched.units))
           named_barrier_arrive(ORDER_BARRIER + (CONSUMERS == 2 ? 1 - consumer : (consumer + 1) % CONSUMERS),
                                2 * WG_THREADS);
