@@ -1170,9 +1170,9 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
   int turn = 0;
   for (int unit = sched.first(); unit < sched.units; unit += sched.step, ++turn) {
     Work<OutT> w = sched.work(unit);
-    // The unit's K range is the same in every lane, but ptxas cannot tell in the promoted builds
-    // and keeps the ring stage and the wgmma descriptors in vector registers (an R2UR before
-    // each wgmma in 32x128sp); broadcast from lane 0 it is uniform.
+    // The unit's K range is the same in every lane, but ptxas cannot tell in the promoted builds;
+    // broadcast from lane 0 it is uniform, and the ring stage and wgmma descriptors with it
+    // (the builds with turns: the swap tiles keep them in vector registers, TURNS).
     if constexpr (PROMOTE) {
       w.kt_begin = __shfl_sync(0xffffffffu, w.kt_begin, 0);
       w.kt_end = __shfl_sync(0xffffffffu, w.kt_end, 0);
