@@ -416,7 +416,7 @@ def test_the_larger_promoted_tiles_match_float64_as_closely_as_torch(recipe, out
 @gpu
 @pytest.mark.parametrize("recipe", ["tensor", "row"])
 @pytest.mark.parametrize("out_dtype", [torch.bfloat16, torch.float32])
-@pytest.mark.parametrize("config", ["16x128sp", "32x128sp", "64x128sp", "16x128sp2k", "32x128sp2k", "64x128sp2k"])
+@pytest.mark.parametrize("config", ["16x128sp", "32x128sp", "64x128sp"])
 def test_the_swap_ab_tile_matches_float64_as_closely_as_torch(recipe, out_dtype, config):
     """The swap tiles (C^T tiles of 16, 32 or 64 rows, promoted): one row to several row tiles,
     N past the last whole 128-column tile, a long K cut into slices (16 x 256 x 16384: split-K),

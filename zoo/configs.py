@@ -48,7 +48,6 @@ class TileConfig:
     stream_k: int = 0  # 1: built with stream-K, for grids whose last wave leaves SMs idle (sm90, no clusters)
     promote: int = 0  # 1: FP8 partial sums promoted into fp32 accumulators every K-tile (sm90 FP8 build)
     block_scales: int = 0  # 1: the blockwise FP8 recipe's build (promoted; its scales staged per K-tile)
-    pairs: int = 0  # 1 (STAGED): promoted FP8 swap tiles that issue, wait for and add two K-tiles at once
 
     @property
     def warps(self) -> int:
@@ -74,7 +73,7 @@ class TileConfig:
 
 
 _INT_FIELDS = tuple(f.name for f in fields(TileConfig) if f.name != "name")
-_FLAGS = ("pingpong", "swap_ab", "narrow", "stream_k", "promote", "block_scales", "pairs")  # 0 or 1
+_FLAGS = ("pingpong", "swap_ab", "narrow", "stream_k", "promote", "block_scales")  # 0 or 1
 _REQUIRED = tuple(f.name for f in fields(TileConfig) if f.name not in ("name", "group_m", "cluster_m", "cluster_n") + _FLAGS)
 
 
@@ -139,8 +138,6 @@ def problems(config: TileConfig, kernel: "KernelSpec", limits: "ArchLimits") -> 
         out.append(f"{kernel.name} has no stream-K scheduler (stream_k must be 0)")
     if c.promote and not kernel.promote:
         out.append(f"{kernel.name} does not promote FP8 partial sums (promote must be 0)")
-    if c.pairs and not (c.promote and c.swap_ab and not c.block_scales):
-        out.append("pairs needs promote: 1 and swap_ab: 1, without block_scales (the promoted swap tiles)")
     if c.block_scales and not c.promote:
         out.append("block_scales needs promote: 1 (the blockwise scales are applied as each K-tile is promoted)")
     if out:  # the kernel's own rules and its smem formula assume the tiling above holds

@@ -289,19 +289,6 @@ constexpr bool HOLD_SCALES = FP8 && !BLOCK_SCALES && TWO_64x128_SLICES;
 // the barriers kept under a guard that never held, which put them back in uniform registers,
 // they ran as fast as with turns (NOTES.md, "Swap tiles free of turns, measured: kept").
 constexpr bool TURNS = PROMOTE && !SWAP_AB;
-// ZOO_FP8_PAIRS (STAGED, configs with pairs: 1; promoted swap tiles): a consumer issues two
-// K-tiles' MMAs a commit group, each into its own set of sums, and waits for, releases and adds
-// both at once: a swap tile's K-tile is about 70 instructions of the consumer's loop for 4
-// wgmmas of m64n32k32 (32x128sp), so two consumers issue more per K-tile than the tensor pipe
-// runs cycles; its waits, release and loop then come once per two K-tiles. The sums are the
-// same, added in the same order.
-#ifdef ZOO_FP8_PAIRS
-constexpr bool PAIRS = true;
-#else
-constexpr bool PAIRS = false;
-#endif
-static_assert(!PAIRS || (PROMOTE && SWAP_AB && !BLOCK_SCALES && !TURNS && !EARLY_ISSUE),
-              "pairs: the promoted swap tiles (per tensor and per row)");
 
 static_assert(BK == BOX_COLS, "a K-tile of A is one 128-byte swizzled row per M row");
 static_assert((TRANSPOSED ? WG_N : WG_M) == 64 || (!TRANSPOSED && WG_M == 128),
@@ -1161,7 +1148,6 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
   const unsigned long long ones = ones_descriptor(ones_smem);
   // PROMOTE: one K-tile's sums, added into acc once its MMAs are done (see the main loop).
   float part[PROMOTE ? M_SUBS : 1][PROMOTE ? ACC_REGS : 1];
-  float part2[PAIRS ? M_SUBS : 1][PAIRS ? ACC_REGS : 1];  // PAIRS: the second K-tile's sums
   bool first_issue = true;  // PROMOTE: consumer 0's first MMAs of the grid wait for no turn
   // The per-tensor scale product, loaded once (scale_all, scale_transposed); 1 otherwise.
   const Scales& sc = sched.scales;
@@ -1322,26 +1308,7 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
         promote(early_stage, kt++);
         early_stage = -1;
       }
-      if constexpr (PAIRS) {  // kt's stage has been waited for; two K-tiles a group
-        for (; kt + 1 < w.kt_end; kt += 2) {
-          const int first = stage;
-          if (++stage == STAGES) stage = 0, phase ^= 1;
-          mbar_wait(full_bar + 8 * stage, phase);
-          const int second = stage;
-          if (++stage == STAGES) stage = 0, phase ^= 1;
-          wgmma_fence();
-          issue_promoted<BF16>(part, desc_a0 + ((first * A_STAGE_BYTES) >> 4), desc_b0 + ((first * B_STAGE_BYTES) >> 4));
-          issue_promoted<BF16>(part2, desc_a0 + ((second * A_STAGE_BYTES) >> 4), desc_b0 + ((second * B_STAGE_BYTES) >> 4));
-          wgmma_commit();
-          if (kt + 2 < w.kt_end) mbar_wait(full_bar + 8 * stage, phase);  // the next group's first, under the MMAs
-          wgmma_wait<0>();
-          release(empty_bar + 8 * first, lane);
-          release(empty_bar + 8 * second, lane);
-          add_promoted<SCALE_BLOCK / 8>(acc, part, f);
-          add_promoted<SCALE_BLOCK / 8>(acc, part2, f);
-        }
-      }
-      for (; kt < w.kt_end; ++kt) promote(issue(unit, kt, w.kt_end), kt);  // (PAIRS: an odd last K-tile)
+      for (; kt < w.kt_end; ++kt) promote(issue(unit, kt, w.kt_end), kt);
       if constexpr (EARLY_ISSUE) {  // the next unit's first K-tile, before this unit's epilogue
         const int next = unit + sched.step;
         if (next < sched.units) {

@@ -181,7 +181,6 @@ class KernelSpec:
                 **({"ZOO_STREAM_K": 1} if c.stream_k else {}),
                 **({"ZOO_FP8_PROMOTE": 1} if c.promote else {}),
                 **({"ZOO_FP8_BLOCK": 1} if c.block_scales else {}),
-                **({"ZOO_FP8_PAIRS": 1} if c.pairs else {}),
                 **self.extra_defines}
 
     def build_smem_bytes(self, c: cfgs.TileConfig, row_sums: bool = False) -> int:
