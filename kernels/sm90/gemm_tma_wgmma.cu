@@ -34,9 +34,9 @@
 //   a K-tile of 128 one-byte elements (four wgmma k32 steps), float32 dequantization scales
 //   (Scales: per tensor or row applied after the main loop). With ZOO_FP8_PROMOTE each K-tile's
 //   sums are added into the fp32 accumulators once done, the consumers (two, or three of 64
-//   rows each) issuing their K-tiles' MMAs in turns; with ZOO_FP8_BLOCK as well (the blockwise
-//   recipe's build) each K-tile's sums are scaled as they are added, its scales staged beside
-//   its stage. With ZOO_SWAP_AB (per tensor and per row) the tiles are C^T ones as above, both
+//   rows each) issuing their K-tiles' MMAs in turns (the swap tiles' without: TURNS); with
+//   ZOO_FP8_BLOCK as well (the blockwise recipe's build) each K-tile's sums are scaled as they
+//   are added, its scales staged beside its stage. With ZOO_SWAP_AB (per tensor and per row) the tiles are C^T ones as above, both
 //   operands K-major.
 //   Built with -DZOO_A_M_MAJOR (A given column-major, as A^T (K, M) row-major: the weight
 //   gradient dY^T X of a linear layer reads dY in place): tmap_a is then (K rows, M cols), BM/64
