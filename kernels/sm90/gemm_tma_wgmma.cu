@@ -36,8 +36,8 @@
 //   sums are added into the fp32 accumulators once done, the consumers (two, or three of 64
 //   rows each) issuing their K-tiles' MMAs in turns (the swap tiles' without: TURNS); with
 //   ZOO_FP8_BLOCK as well (the blockwise recipe's build) each K-tile's sums are scaled as they
-//   are added, its scales staged beside its stage. With ZOO_SWAP_AB (per tensor and per row) the tiles are C^T ones as above, both
-//   operands K-major.
+//   are added, its scales staged beside its stage. With ZOO_SWAP_AB (per tensor and per row)
+//   the tiles are C^T ones as above, both operands K-major.
 //   Built with -DZOO_A_M_MAJOR (A given column-major, as A^T (K, M) row-major: the weight
 //   gradient dY^T X of a linear layer reads dY in place): tmap_a is then (K rows, M cols), BM/64
 //   boxes of BK / CLUSTER_N rows x 128 B per K-tile and CTA, stored M-major like B's N-major
@@ -287,7 +287,8 @@ constexpr bool HOLD_SCALES = FP8 && !BLOCK_SCALES && TWO_64x128_SLICES;
 // registers (an R2UR before each wgmma: the build check lets these builds have it), and so
 // 16x128sp, 32x128sp and 64x128sp ran 1-7% faster on all 24 shapes and recipes measured; with
 // the barriers kept under a guard that never held, which put them back in uniform registers,
-// they ran as fast as with turns (NOTES.md, "Swap tiles free of turns, measured: kept").
+// the 16- and 32-row tiles ran as fast as with turns (NOTES.md, "Swap tiles free of turns,
+// measured: kept").
 constexpr bool TURNS = PROMOTE && !SWAP_AB;
 
 static_assert(BK == BOX_COLS, "a K-tile of A is one 128-byte swizzled row per M row");
