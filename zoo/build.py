@@ -59,7 +59,7 @@ def build_and_check(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits) 
                 layout_label(a_col, b_col) + (" grouped" if function.endswith("_grouped") else "") + \
                 (" +row sums" if row_sums else "")
             entries.append(_check_entry(spec, cfg, limits, spec.build_smem_bytes(cfg, row_sums), cubin, function,
-                                        out_dtype, dtypes))
+                                        dtypes))
     return BuildReport(spec.name, cfg, limits.arch, smem, tuple(entries))
 
 
@@ -70,10 +70,9 @@ def layout_label(a_col: bool, b_col: bool) -> str:
 
 
 def _check_entry(spec: KernelSpec, cfg: cfgs.TileConfig, limits: ArchLimits, smem: int, cubin: cuda.Cubin,
-                 function: str, out_dtype: str, dtypes: str) -> EntryReport:
+                 function: str, dtypes: str) -> EntryReport:
     res = sass.resources(cubin.image, function)
-    sig = sass.check_signature(sass.function_sass(cubin.image, function), spec.required_sass(cfg, out_dtype),
-                               spec.forbidden_sass(cfg))
+    sig = sass.check_signature(sass.function_sass(cubin.image, function), spec.sass_required, spec.forbidden_sass(cfg))
     occ = sass.occupancy(limits, cfg.threads, res.registers, smem + res.static_smem)
     problems = [f"missing {m}" for m in sig.missing] + [f"has {f}" for f in sig.forbidden]
     if res.local_bytes or res.stack:

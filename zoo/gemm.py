@@ -648,10 +648,9 @@ def tma_maps(spec: KernelSpec, cfg: TileConfig, a: torch.Tensor, b: torch.Tensor
     if b_col:
         b_map = (b.data_ptr(), dtype, n, k, ldb, *spec.b_col_box(cfg), batch, _matrix_stride(b))
     # TMA stores whole 16-byte chunks: a row whose end is not on a 16-byte boundary would be
-    # written past N (measured on the H200), so such C is stored directly; so is C whose
-    # consumer slices are not whole boxes (the kernel's C_BOXES_WHOLE).
-    c_tma = n * c.element_size() % 16 == 0 and spec.c_boxes_whole(cfg, c.element_size()) and \
-        not cuda.tma_layout_problem(c.data_ptr(), c.element_size(), m, n, ldc, batch, _matrix_stride(c))
+    # written past N (measured on the H200), so such C is stored directly.
+    c_tma = n * c.element_size() % 16 == 0 and not cuda.tma_layout_problem(
+        c.data_ptr(), c.element_size(), m, n, ldc, batch, _matrix_stride(c))
     c_map = (c.data_ptr(), _dtype_name(c.dtype), m, n, ldc, c_rows, c_cols, batch,
              _matrix_stride(c)) if c_tma else None
     for params in (a_map, b_map, c_map):  # raises ZooError for a layout TMA cannot read

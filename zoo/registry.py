@@ -305,8 +305,7 @@ def pick_config(spec: KernelSpec, limits: ArchLimits, problem: Problem,
 # (NOTES.md, "Three promoted consumers, measured".) The wider tiles quantize worse: 4096^3 is
 # 5.3 waves of either, 7.8 of 128x128.
 PROMOTED_AREA_SPEED = {(128, 192, False): 1.08, (128, 192, True): 1.03,
-                       (192, 128, False): 1.04, (192, 128, True): 1.10,
-                       (128, 96, False): 0.5}  # STAGED: never chosen until measured
+                       (192, 128, False): 1.04, (192, 128, True): 1.10}
 
 
 def promoted_choice(spec: KernelSpec, preferred: list[cfgs.TileConfig], limits: ArchLimits, problem: Problem,

@@ -296,9 +296,8 @@ static_assert((TRANSPOSED ? WG_N : WG_M) == 64 || (!TRANSPOSED && WG_M == 128),
               "a consumer warpgroup issues wgmma m64 (or two row blocks of it)");
 static_assert(!PINGPONG || SLICES == 1, "ping-pong consumers own whole tiles");
 static_assert(SWAP_AB ? ((MMA_N == 8 || MMA_N == 16 || MMA_N == 32 || MMA_N == 64) && !TF32 && !PINGPONG)
-                      : (MMA_N == 64 || (FP8 && MMA_N == 96) || MMA_N == 128 || MMA_N == 192 || MMA_N == 256),
-              "wgmma wrappers exist for N = 64, 128, 192 and 256, FP8 also 96 (swap-AB: 8, 16, 32, 64; "
-              "cooperative consumers)");
+                      : (MMA_N == 64 || MMA_N == 128 || MMA_N == 192 || MMA_N == 256),
+              "wgmma wrappers exist for N = 64, 128, 192 and 256 (swap-AB: 8, 16, 32, 64; cooperative consumers)");
 #ifdef ZOO_B_K_MAJOR
 static_assert(!TF32, "the TF32 build loads B's fragments from an N-major stage");
 #ifdef ZOO_CONV
@@ -415,11 +414,7 @@ constexpr bool SHORT_EPILOGUE = BLOCK_SCALES && CONSUMERS == 2;
 // the boxes taken in turn from the consumer's EPI_BOXES: a box waits only until the store
 // out of it EPI_BOXES boxes ago has read it (`staged` counts the consumer's boxes across
 // tiles), and the last stores overlap the next tile's MMAs. The leader thread issues the
-// stores. No bounds checks: TMA skips what falls outside C. A slice that is not whole boxes
-// (FP8's 96 columns of 16-bit C: 1.5 boxes) is stored directly, as C that TMA cannot address
-// is; the host then builds no C map (zoo/gemm.py, tma_maps).
-template <typename OutT>
-constexpr bool C_BOXES_WHOLE = TRANSPOSED || WG_N % (SWIZZLE_BYTES / static_cast<int>(sizeof(OutT))) == 0;
+// stores. No bounds checks: TMA skips what falls outside C.
 template <typename OutT>
 __device__ __forceinline__ void store_tile_tma(const float (&acc)[ACC_REGS], unsigned buf,
                                                const TensorMap* tmap_c, int row0, int col0, int matrix,
@@ -1414,26 +1409,24 @@ __device__ __forceinline__ void consume(unsigned a_smem, unsigned b_smem, unsign
       continue;  // another unit of this tile finishes it
     }
 
-    if constexpr (C_BOXES_WHOLE<OutT>) {  // else stored directly, below
-      if (w.g.c_tma) {
-        if (sched.table != nullptr && w.g.c != c_fenced && threadIdx.x % WG_THREADS == 0) {
-          tensormap_acquire(w.g.c);  // only the leader issues the stores
-          c_fenced = w.g.c;
-        }
-        c_tma_used = true;
-        const unsigned buf = epi_smem + consumer * EPI_BOXES * EPI_BOX_BYTES;
-        if constexpr (TRANSPOSED) {
-          store_tile_tma_transposed<OutT>(acc[0], buf, w.g.c, tile_m * BM + wg_m0, tile_n * BN + wg_n0,
-                                          w.matrix, consumer, warp, lane, sched.bias, w.g.N);
-        } else {
-#pragma unroll
-          for (int s = 0; s < M_SUBS; ++s)
-            store_tile_tma<OutT>(acc[s], buf, w.g.c, tile_m * BM + wg_m0 + 64 * s, tile_n * BN + wg_n0,
-                                 w.matrix, consumer, warp, lane, epi_staged, sched.bias, w.g.N);
-        }
-        if constexpr (EARLY_ISSUE) wgmma_wait<0>();  // (see the loop's end)
-        continue;
+    if (w.g.c_tma) {
+      if (sched.table != nullptr && w.g.c != c_fenced && threadIdx.x % WG_THREADS == 0) {
+        tensormap_acquire(w.g.c);  // only the leader issues the stores
+        c_fenced = w.g.c;
       }
+      c_tma_used = true;
+      const unsigned buf = epi_smem + consumer * EPI_BOXES * EPI_BOX_BYTES;
+      if constexpr (TRANSPOSED) {
+        store_tile_tma_transposed<OutT>(acc[0], buf, w.g.c, tile_m * BM + wg_m0, tile_n * BN + wg_n0,
+                                        w.matrix, consumer, warp, lane, sched.bias, w.g.N);
+      } else {
+#pragma unroll
+        for (int s = 0; s < M_SUBS; ++s)
+          store_tile_tma<OutT>(acc[s], buf, w.g.c, tile_m * BM + wg_m0 + 64 * s, tile_n * BN + wg_n0,
+                               w.matrix, consumer, warp, lane, epi_staged, sched.bias, w.g.N);
+      }
+      if constexpr (EARLY_ISSUE) wgmma_wait<0>();  // (see the loop's end)
+      continue;
     }
     const int M = w.g.M, N = w.g.N, ldc = w.g.ldc;
     OutT* const C = w.g.C + w.matrix * w.g.c_batch;

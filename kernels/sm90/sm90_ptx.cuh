@@ -306,14 +306,11 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[R][N]) {
 #define ZOO_ACC4(i) "+f"(d[i + 0]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
 #define ZOO_ACC16 ZOO_ACC8(0), ZOO_ACC8(8)
 #define ZOO_ACC32 ZOO_ACC8(0), ZOO_ACC8(8), ZOO_ACC8(16), ZOO_ACC8(24)
-#define ZOO_ACC48 ZOO_ACC32, ZOO_ACC8(32), ZOO_ACC8(40)
 #define ZOO_REGS4 "%0, %1, %2, %3"
 #define ZOO_REGS8 ZOO_REGS4 ", %4, %5, %6, %7"
 #define ZOO_REGS16 ZOO_REGS8 ", %8, %9, %10, %11, %12, %13, %14, %15"
 #define ZOO_REGS32 \
   ZOO_REGS16 ", %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-#define ZOO_REGS48 \
-  ZOO_REGS32 ", %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47"
 
 // The main loop's wgmma: A K-major, B N-major (imm-trans-b = 1). ZOO_B_K_MAJOR builds (the
 // convolution's weights, K_out rows of R*S*C) read B K-major instead: imm-trans-b = 0.
@@ -354,11 +351,10 @@ ZOO_WGMMA_WRAPPER(Wgmma, 64, ZOO_TRANS_AB, 32, 33, 34, ZOO_REGS32, ZOO_ACC32)
     }                                                                                       \
   };
 template <int N>
-struct WgmmaFp8;  // N = 64, 96, 128, 192 or 256 columns per warpgroup (swap-AB: 8, 16, 32 or 64 rows)
+struct WgmmaFp8;  // N = 64, 128, 192 or 256 columns per warpgroup (swap-AB: 8, 16, 32 or 64 rows)
 ZOO_WGMMA_FP8_WRAPPER(256, 128, 129, 130, ZOO_REGS128, ZOO_ACC128)
 ZOO_WGMMA_FP8_WRAPPER(192, 96, 97, 98, ZOO_REGS96, ZOO_ACC96)
 ZOO_WGMMA_FP8_WRAPPER(128, 64, 65, 66, ZOO_REGS64, ZOO_ACC64(0))
-ZOO_WGMMA_FP8_WRAPPER(96, 48, 49, 50, ZOO_REGS48, ZOO_ACC48)
 ZOO_WGMMA_FP8_WRAPPER(64, 32, 33, 34, ZOO_REGS32, ZOO_ACC32)
 // Swap-AB FP8 tiles (N = C rows): the GEMM's B box is wgmma's A, its A rows wgmma's B, both
 // K-major as FP8 wgmma reads them.

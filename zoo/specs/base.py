@@ -15,7 +15,6 @@ from ..arch import device_arch
 from ..cuda import ZooError
 
 ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float8_e4m3fn": 1}
-TMA_STORE_SASS = (r"\bUTMASTG\b", "UTMASTG")  # (regex, label): a TMA store, as the sm90 builds require it
 SCALE_BLOCK = 128  # the blockwise FP8 recipe's blocks along K and N (the kernel's SCALE_BLOCK)
 
 
@@ -68,9 +67,6 @@ class KernelSpec:
     description: str = ""
     # The sass_forbidden labels a config may have: where its build was measured faster with them.
     sass_allowed: Callable[[cfgs.TileConfig], tuple[str, ...]] = lambda c: ()
-    # Whether a config's consumer slices of C, at an output element size, are whole TMA store
-    # boxes (sm90: else C is stored directly, and the build has no TMA store to require).
-    c_boxes_whole: Callable[[cfgs.TileConfig, int], bool] = lambda c, out_size: True
     # (threads per block, how they split) for a config's tiling; warps of WARP_M x WARP_N here.
     thread_layout: Callable[[cfgs.TileConfig], tuple[int, str]] = lambda c: (32 * c.warps, f"32 x {c.warps} warps")
     # Registers per thread the block is launched with, when the kernel fixes it (setmaxnreg);
@@ -153,12 +149,6 @@ class KernelSpec:
                 return c
         raise ZooError(f"{self.name} has no config {name!r}; it has: "
                        + ", ".join(c.name for c in self.configs))
-
-    def required_sass(self, c: cfgs.TileConfig, out_dtype: str) -> tuple[tuple[str, str], ...]:
-        """The (regex, label) patterns a config's build for out_dtype must have: all of
-        sass_required, but the TMA store where its C is stored directly (c_boxes_whole)."""
-        whole = self.c_boxes_whole(c, ELEMENT_BYTES[out_dtype])
-        return tuple(r for r in self.sass_required if whole or r[1] != TMA_STORE_SASS[1])
 
     def forbidden_sass(self, c: cfgs.TileConfig) -> tuple[tuple[str, str], ...]:
         """The (regex, label) patterns a config's SASS must not have."""

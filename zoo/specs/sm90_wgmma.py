@@ -10,7 +10,7 @@ from dataclasses import replace
 from .. import configs as cfgs
 from .. import cuda
 from ..cuda import KERNELS_DIR
-from .base import COLUMN_MAJOR_LAYOUTS, SCALE_BLOCK, TMA_STORE_SASS, KernelSpec
+from .base import COLUMN_MAJOR_LAYOUTS, SCALE_BLOCK, KernelSpec
 
 
 SM90_THREADS_PER_WARPGROUP = 128
@@ -109,10 +109,9 @@ def _sm90_rules(c: cfgs.TileConfig) -> list[str]:
     return out + _sm90_tile_rules(c) + _sm90_register_rules(c, accumulators, 40, "fp32 accumulators")
 
 
-def _sm90_tile_rules(c: cfgs.TileConfig, fp8: bool = False) -> list[str]:
+def _sm90_tile_rules(c: cfgs.TileConfig) -> list[str]:
     """The tiling rules of every sm90 build whatever its element size: consumer slices,
-    wgmma N, 128-byte B boxes, cluster shares. The FP8 build (`fp8`) also has wgmma N 96, and
-    reads B only K-major (block_n rows of 128-byte K-tiles: no column boxes to fill)."""
+    wgmma N, 128-byte B boxes, cluster shares."""
     out = []
     if c.swap_ab:
         # wgmma's M (64) runs along C's columns, its N (the warp tile's rows) along C's rows.
@@ -126,11 +125,9 @@ def _sm90_tile_rules(c: cfgs.TileConfig, fp8: bool = False) -> list[str]:
                        f"the block tile {c.block_m}x{c.block_n}, with block_m 64 or 128 (one or two wgmma m64)")
     elif c.warp_m not in (64, 128):
         out.append(f"warp_m {c.warp_m} must be 64 or 128: a consumer warpgroup issues one or two wgmma m64")
-    wgmma_n = (64, 96, 128, 192, 256) if fp8 else (64, 128, 192, 256)
-    if c.warp_n not in wgmma_n and not c.swap_ab:
-        out.append(f"warp_n {c.warp_n} must be {', '.join(map(str, wgmma_n[:-1]))} or {wgmma_n[-1]} "
-                   "(the wgmma N the kernel instantiates)")
-    if c.block_n % TMA_SWIZZLE_COLS and not fp8:
+    if c.warp_n not in (64, 128, 192, 256) and not c.swap_ab:
+        out.append(f"warp_n {c.warp_n} must be 64, 128, 192 or 256 (the wgmma N the kernel instantiates)")
+    if c.block_n % TMA_SWIZZLE_COLS:
         out.append(f"block_n {c.block_n} must be a multiple of {TMA_SWIZZLE_COLS} (whole 128-byte B boxes)")
     # Each CTA of a cluster multicasts 1/cluster_n of A's rows and 1/cluster_m of B's K rows:
     # with clusters of at most 4 along a side, block_m (64s) and block_k 64, whole 8-row atoms.
@@ -167,12 +164,6 @@ def _sm90_tma_boxes(c: cfgs.TileConfig, out_size: int) -> tuple[tuple[int, int],
     c_rows = min(c.warp_m, SM90_EPILOGUE_ROWS) if c.swap_ab else SM90_EPILOGUE_ROWS
     return ((c.block_m // c.cluster_n, c.block_k), (c.block_k // c.cluster_m, c.block_k),
             (c_rows, cuda.TMA_SWIZZLE_BYTES // out_size))
-
-
-def _sm90_c_boxes_whole(c: cfgs.TileConfig, out_size: int) -> bool:
-    """Whether a consumer's slice of C is whole boxes of 128 bytes (the kernel's C_BOXES_WHOLE;
-    a swap tile's slice is 64 columns): FP8's 96 columns of 16-bit C are 1.5, stored directly."""
-    return bool(c.swap_ab) or c.warp_n * out_size % cuda.TMA_SWIZZLE_BYTES == 0
 
 
 def _sm90_a_col_box(c: cfgs.TileConfig) -> tuple[int, int]:
@@ -218,7 +209,7 @@ SM90_GEMM = KernelSpec(
     smem_bytes=_sm90_smem, rules=_sm90_rules,
     sass_required=((r"\bHGMMA\.", "HGMMA"), (r"\bUTMALDG\b", "UTMALDG"),
                    (r"\bSYNCS\.", "SYNCS (mbarrier)"), (r"\bUSETMAXREG\b", "USETMAXREG"),
-                   TMA_STORE_SASS,
+                   (r"\bUTMASTG\b", "UTMASTG"),
                    # ready for programmatic dependent launch (KernelSpec.pdl): it must wait
                    (r"\bACQBULK\b", "ACQBULK (griddepcontrol.wait)")),
     sass_forbidden=((r"\b(LDL|STL)\b", "LDL/STL (local memory)"),
@@ -246,7 +237,7 @@ SM90_GEMM = KernelSpec(
              ("bfloat16", "float32"): "zoo_gemm_sm90_bf16", ("bfloat16", "bfloat16"): "zoo_gemm_sm90_bf16_bf16"},
     pipeline="{stages}-stage TMA ring with full/empty mbarriers: the producer warpgroup runs up "
              "to {stages} K-tiles ahead of the two consumer warpgroups, across tiles",
-    tma_boxes=_sm90_tma_boxes, c_boxes_whole=_sm90_c_boxes_whole, unit_layout=unit_layout, a_col_box=_sm90_a_col_box,
+    tma_boxes=_sm90_tma_boxes, unit_layout=unit_layout, a_col_box=_sm90_a_col_box,
     b_col_box=_sm90_b_col_box,
 )
 
@@ -347,7 +338,7 @@ def _fp8_rules(c: cfgs.TileConfig) -> list[str]:
     if c.block_scales and c.swap_ab:
         out.append("the blockwise recipe's build has no swap-AB tiles (its scales are applied by C rows)")
     accumulators = (c.warp_m // 2 if c.swap_ab else c.warp_m // 64 * c.warp_n // 2) * (2 if c.promote else 1)
-    return out + _sm90_tile_rules(c, fp8=True) + _sm90_register_rules(
+    return out + _sm90_tile_rules(c) + _sm90_register_rules(
         c, accumulators, 32 if _sm90_promoted_three(c) else 40,
         "fp32 accumulators (twice, promoted)" if c.promote else "fp32 accumulators")
 
